@@ -1,0 +1,1 @@
+"""Benchmarks behind ``wizard-arena bench …``; figures go to BENCHMARKS.md."""

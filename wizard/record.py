@@ -1,0 +1,287 @@
+"""Keeping matches: a compact, versioned binary form of a live state, and the match record.
+
+- :func:`state_to_bytes` / :func:`state_from_bytes`: the live state, exactly, in well under
+  2 KB (the service keeps it in Redis).  Format version 1, little-endian; the first four
+  bytes are ``WZS`` and the version.
+- :class:`MatchRecord`: config, seed and every move in order; :meth:`MatchRecord.replay`
+  re-runs it through the engine and checks it ends as recorded.  ``state.record()`` gives
+  it once the match is finished, with every seat's hand of every round.
+
+>>> from wizard.state import new_match
+>>> from wizard.rules import MatchConfig
+>>> import random
+>>> state = new_match(MatchConfig.create("WIZARD", 4), seed="doc")
+>>> _ = state.playout(random.Random(7))
+>>> record = state.record()
+>>> record.replay().scores == state.scores
+True
+>>> state_from_bytes(state_to_bytes(state)).scores == state.scores
+True
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from wizard.cards import CODES, codes_of
+from wizard.errors import RecordError, WizardError
+from wizard.moves import Move, move_of_action
+from wizard.rules import MatchConfig, Ruleset, Variant
+from wizard.state import NO_SEAT, MatchState, Phase, new_match
+from wizard.tricks import BEATS, BEATS_SINGLE_SUIT, NO_TRUMP
+
+STATE_FORMAT = 1
+RECORD_FORMAT = 1
+_MAGIC = b"WZS"
+_RULESETS = list(Ruleset)
+_VARIANTS = list(Variant)
+_PHASES = list(Phase)
+_NONE = 255
+
+
+def _opt(value: int | None) -> int:
+    return _NONE if value is None or value == NO_SEAT else value
+
+
+def _unopt(value: int) -> int | None:
+    return None if value == _NONE else value
+
+
+class _Reader:
+    def __init__(self, data: bytes):
+        self.data = data
+        self.pos = 0
+
+    def take(self, fmt: str) -> tuple[Any, ...]:
+        size = struct.calcsize(fmt)
+        if self.pos + size > len(self.data):
+            raise RecordError("serialised state is truncated")
+        out = struct.unpack_from(fmt, self.data, self.pos)
+        self.pos += size
+        return out
+
+    def byte(self) -> int:
+        return self.take("<B")[0]
+
+    def bytes_(self, count: int) -> bytes:
+        if self.pos + count > len(self.data):
+            raise RecordError("serialised state is truncated")
+        out = self.data[self.pos : self.pos + count]
+        self.pos += count
+        return out
+
+    def text(self) -> str:
+        (length,) = self.take("<H")
+        return self.bytes_(length).decode()
+
+
+def _text(out: bytearray, value: str) -> None:
+    raw = value.encode()
+    out += struct.pack("<H", len(raw)) + raw
+
+
+def state_to_bytes(state: MatchState) -> bytes:
+    cfg = state.config
+    n = state._n
+    out = bytearray(_MAGIC)
+    out.append(STATE_FORMAT)
+    variant_bits = sum(1 << _VARIANTS.index(v) for v in cfg.variants)
+    out += bytes([_RULESETS.index(cfg.ruleset), n, variant_bits, _opt(cfg.first_dealer)])
+    _text(out, state.seed)
+    deals = cfg.deals
+    out.append(_NONE if deals is None else len(deals))
+    for rnd in deals or ():
+        _text(out, ",".join(rnd))
+    out += bytes(
+        [
+            state._round, state._dealer, state._first_dealer, _PHASES.index(state._phase),
+            _opt(state._to_act), _opt(state._trump_card), _opt(state._trump_suit),
+            _opt(state._leader), state._lead, state._win_pos,
+        ]
+    )
+    out += struct.pack(f"<{n}Q", *state._hands)
+    out += bytes(_opt(b) for b in state._bids)
+    out += bytes(state._tricks)
+    out += struct.pack(f"<{n}i", *state._scores)
+    out.append(len(state._trick))
+    out += bytes(state._trick)
+    out.append(len(state._done))
+    for leader, cards, winner in state._done:
+        out += bytes([leader, winner, *cards])
+    last = state._last_trick
+    if last is None:
+        out.append(0)
+    else:
+        out += bytes([1, last[0], last[2], *last[1]])
+    out.append(len(state._results))
+    for bids, tricks in state._results:
+        out += bytes(bids) + bytes(tricks)
+    out += struct.pack(f"<H{len(state._log)}H", len(state._log), *state._log)
+    return bytes(out)
+
+
+def state_from_bytes(data: bytes) -> MatchState:
+    """The state :func:`state_to_bytes` wrote; :class:`RecordError` if it cannot be read."""
+    try:
+        return _state_from_bytes(data)
+    except WizardError as e:
+        raise RecordError(f"serialised state is not valid: {e}") from None
+    except (IndexError, ValueError, struct.error, UnicodeDecodeError) as e:
+        raise RecordError(f"serialised state is corrupt: {e}") from None
+
+
+def _state_from_bytes(data: bytes) -> MatchState:
+    if data[:3] != _MAGIC:
+        raise RecordError("not a serialised match state")
+    if data[3] != STATE_FORMAT:
+        raise RecordError(f"state format {data[3]} is not supported (this engine reads {STATE_FORMAT})")
+    r = _Reader(data)
+    r.pos = 4
+    ruleset, n, variant_bits, first = r.take("<4B")
+    seed = r.text()
+    deal_count = r.byte()
+    deals = None if deal_count == _NONE else tuple(tuple(filter(None, r.text().split(","))) for _ in range(deal_count))
+    config = MatchConfig(
+        _RULESETS[ruleset],
+        n,
+        frozenset(v for i, v in enumerate(_VARIANTS) if variant_bits >> i & 1),
+        _unopt(first),
+        deals,
+    )
+    s = MatchState.__new__(MatchState)
+    s.config = config
+    s.seed = seed
+    s._n = n
+    (s._round, s._dealer, s._first_dealer, phase, to_act, trump_card, trump_suit, leader,
+     s._lead, s._win_pos) = r.take("<10B")
+    s._phase = _PHASES[phase]
+    s._to_act = NO_SEAT if to_act == _NONE else to_act
+    s._trump_card = _unopt(trump_card)
+    s._trump_suit = _unopt(trump_suit)
+    s._leader = NO_SEAT if leader == _NONE else leader
+    s._hands = list(r.take(f"<{n}Q"))
+    s._bids = [_unopt(b) for b in r.bytes_(n)]
+    s._tricks = list(r.bytes_(n))
+    s._scores = list(r.take(f"<{n}i"))
+    s._trick = list(r.bytes_(r.byte()))
+    s._done = []
+    for _ in range(r.byte()):
+        leader_, winner = r.take("<2B")
+        s._done.append((leader_, tuple(r.bytes_(n)), winner))
+    s._last_trick = None
+    if r.byte():
+        leader_, winner = r.take("<2B")
+        s._last_trick = (leader_, tuple(r.bytes_(n)), winner)
+    s._results = [(tuple(r.bytes_(n)), tuple(r.bytes_(n))) for _ in range(r.byte())]
+    (count,) = r.take("<H")
+    s._log = list(r.take(f"<{count}H"))
+    if r.pos != len(data):
+        raise RecordError("serialised state has trailing bytes")
+    s._single = config.single_suit
+    s._size = config.hand_size(s._round)
+    s._beats = BEATS_SINGLE_SUIT if s._single else BEATS[NO_TRUMP if s._trump_suit is None else s._trump_suit]
+    return s
+
+
+@dataclass(frozen=True)
+class DealtRound:
+    """What chance gave one round: the dealer, every seat's hand, the turned card."""
+
+    round: int
+    dealer: int
+    hands: tuple[tuple[str, ...], ...]
+    trump_card: str | None
+
+
+@dataclass(frozen=True)
+class MatchRecord:
+    """Everything needed to replay a match: its rules, its seed, every move in order."""
+
+    config: MatchConfig
+    seed: str
+    moves: tuple[tuple[int, Move], ...]
+    #: final totals by seat, once the match is finished
+    scores: tuple[int, ...] | None = None
+
+    def replay(self) -> MatchState:
+        """Re-run the record; raises :class:`RecordError` if a move does not apply or the
+        result differs from the recorded one."""
+        state = new_match(self.config, self.seed)
+        for index, (seat, move) in enumerate(self.moves):
+            try:
+                state.apply(seat, move)
+            except WizardError as e:
+                raise RecordError(f"move {index} ({move}, seat {seat}) does not replay: {e}") from None
+        if self.scores is not None and state.scores != self.scores:
+            raise RecordError(f"replay ends with scores {state.scores}, the record says {self.scores}")
+        return state
+
+    def dealt_rounds(self) -> list[DealtRound]:
+        """Every round's hands as dealt, found by replaying the record."""
+        return list(_dealt_rounds(self))
+
+    def to_dict(self) -> dict[str, Any]:
+        cfg = self.config
+        return {
+            "format": RECORD_FORMAT,
+            "config": {
+                "ruleset": cfg.ruleset.value,
+                "players": cfg.players,
+                "variants": sorted(v.value for v in cfg.variants),
+                "firstDealer": cfg.first_dealer,
+                "deals": None if cfg.deals is None else [list(r) for r in cfg.deals],
+            },
+            "seed": self.seed,
+            "moves": [{"seat": seat, **move.to_dict()} for seat, move in self.moves],
+            "scores": None if self.scores is None else list(self.scores),
+            "rounds": [
+                {"round": d.round, "dealer": d.dealer, "hands": [list(h) for h in d.hands], "trumpCard": d.trump_card}
+                for d in self.dealt_rounds()
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MatchRecord:
+        try:
+            if data.get("format") != RECORD_FORMAT:
+                raise RecordError(f"record format {data.get('format')!r} is not supported (this engine reads {RECORD_FORMAT})")
+            c = data["config"]
+            config = MatchConfig.create(c["ruleset"], c["players"], c.get("variants") or (), c.get("firstDealer"), c.get("deals"))
+            moves = tuple((int(m["seat"]), Move.from_dict({k: v for k, v in m.items() if k != "seat"})) for m in data["moves"])
+            scores = None if data.get("scores") is None else tuple(int(x) for x in data["scores"])
+            return cls(config, str(data["seed"]), moves, scores)
+        except WizardError as e:
+            raise RecordError(f"match record is not valid: {e}") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise RecordError(f"match record is malformed: {e!r}") from None
+
+
+def _dealt_rounds(record: MatchRecord) -> Iterator[DealtRound]:
+    state = new_match(record.config, record.seed)
+
+    def snapshot() -> DealtRound:
+        return DealtRound(
+            state._round,
+            state._dealer,
+            tuple(codes_of(h) for h in state._hands),
+            None if state._trump_card is None else CODES[state._trump_card],
+        )
+
+    yield snapshot()
+    for seat, move in record.moves:
+        before = state._round
+        state.apply(seat, move)
+        if state._round != before:
+            yield snapshot()
+
+
+def record_of(state: MatchState) -> MatchRecord:
+    """The finished match's record (see :meth:`MatchState.record`)."""
+    if not state.is_finished:
+        raise RecordError("the full record (hands and seed) is available only once the match is finished")
+    moves = tuple((entry >> 8, move_of_action(entry & 0xFF)) for entry in state._log)
+    return MatchRecord(state.config, state.seed, moves, tuple(state._scores))
+

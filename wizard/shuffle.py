@@ -1,0 +1,103 @@
+"""Chance from a seed: a documented, version-stable algorithm anyone can re-run.
+
+**The algorithm (version 1).**  Everything random in a match comes from byte streams
+derived from the match seed ``S`` (a UTF-8 string) and a label ``L``:
+
+    stream(S, L) = SHA-256(S ":" L ":" "0") || SHA-256(S ":" L ":" "1") || …
+
+(the block counter written in decimal; ``:`` is a literal colon).  The stream is read as
+big-endian unsigned 32-bit integers ``u``.  ``uniform(b)``, a number in ``0 … b-1``, takes
+the next ``u`` until ``u < 2**32 - (2**32 mod b)`` (rejection keeps it exactly uniform)
+and answers ``u mod b``.
+
+- First dealer (when the match does not name one): ``uniform(players)`` from the stream
+  with label ``dealer``.
+- ``shuffle(cards)`` is the forward Fisher-Yates shuffle: for ``i`` from ``0`` to
+  ``size-2``, ``j = i + uniform(size - i)`` and swap positions ``i`` and ``j``.  The first
+  ``k`` cards of the result depend only on the first ``k`` draws, so the engine stops once
+  it has the cards it deals (and the trump card); a full shuffle gives the same prefix.
+- Round ``r``'s deck: the deck in canonical order (B1 … B13, G1 …, R1 …, Y1 …, then the
+  Wizards, then the Jesters; the junior deck stops each suit at 8), shuffled from the
+  stream with label ``round-r``.  Card ``k`` of the result goes to seat
+  ``(dealer + 1 + k) mod players`` while ``k < r * players``; the next card, if any, is
+  turned up for trump.
+- ``SINGLE_SUIT``: in round ``r``, seat ``0``'s pile (its suit in rank order, then its
+  Wizard, then its Jester), then seat ``1``'s, … are each shuffled, in that order, from the
+  one stream with label ``round-r`` (each pile fully, 14 draws); every seat draws the first
+  ``r + 3`` cards of its own pile.
+
+>>> shuffled(list(range(5)), "example", "round-1")
+[3, 2, 4, 0, 1]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+
+ALGORITHM_VERSION = 1
+_BLOCK_WORDS = struct.Struct(">8I")
+_LIMITS = [0] + [(1 << 32) - ((1 << 32) % b) for b in range(1, 256)]
+
+
+class SeedStream:
+    """The stream of 32-bit words of ``stream(seed, label)``, with ``uniform``."""
+
+    __slots__ = ("_prefix", "_counter", "_words", "_pos")
+
+    def __init__(self, seed: str, label: str):
+        self._prefix = f"{seed}:{label}:".encode()
+        self._counter = 0
+        self._words: tuple[int, ...] = ()
+        self._pos = 8
+
+    def _next_word(self) -> int:
+        if self._pos == 8:
+            digest = hashlib.sha256(self._prefix + str(self._counter).encode()).digest()
+            self._counter += 1
+            self._words = _BLOCK_WORDS.unpack(digest)
+            self._pos = 0
+        word = self._words[self._pos]
+        self._pos += 1
+        return word
+
+    def uniform(self, bound: int) -> int:
+        """An exactly uniform whole number in ``0 … bound-1`` (``bound`` up to 255)."""
+        limit = _LIMITS[bound]
+        while True:
+            word = self._next_word()
+            if word < limit:
+                return word % bound
+
+    def shuffle(self, items: list[int], needed: int | None = None) -> list[int]:
+        """Forward Fisher-Yates in place (and returned); with ``needed``, only the first
+        ``needed`` positions are settled (the rest of the list is left part-shuffled)."""
+        size = len(items)
+        stop = size - 1 if needed is None else min(needed, size - 1)
+        for i in range(stop):
+            bound = size - i
+            limit = _LIMITS[bound]
+            # the common case inlined: the next word of the current block, accepted
+            if self._pos < 8:
+                word = self._words[self._pos]
+                self._pos += 1
+            else:
+                word = self._next_word()
+            while word >= limit:
+                word = self._next_word()
+            j = i + word % bound
+            items[i], items[j] = items[j], items[i]
+        return items
+
+
+def shuffled(items: list[int], seed: str, label: str) -> list[int]:
+    return SeedStream(seed, label).shuffle(list(items))
+
+
+def round_label(round_number: int) -> str:
+    return f"round-{round_number}"
+
+
+def seed_hash(seed: str) -> str:
+    """SHA-256 (hex) of the seed: published at the start so the seed can be checked later."""
+    return hashlib.sha256(seed.encode()).hexdigest()

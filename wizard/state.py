@@ -1,0 +1,587 @@
+"""One match in progress: dealing, the three phases (choose trump, bid, play), tricks,
+scoring and the end of the match.
+
+The state is mutable (search code copies it with :meth:`MatchState.copy`) and keeps its
+cards private: what a seat may know leaves it only through :meth:`MatchState.view`.
+Moves go in as :class:`~wizard.moves.Move` objects (:meth:`MatchState.apply`) or as small
+int actions (:meth:`MatchState.apply_action`); both are checked, and a refused move raises
+a typed error and changes nothing.
+
+>>> state = new_match(MatchConfig.create("WIZARD", 3), seed="doc")
+>>> state.phase, state.round, state.awaiting()
+(<Phase.BID: 'BID'>, 1, (1,))
+>>> state.view(1).hand, [str(m) for m in state.view(1).legal_moves]
+(('W',), ['bid 0', 'bid 1'])
+>>> state.apply(1, Move(bid=1)); state.view(0).seats[1].bid
+1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from random import Random
+
+from wizard.cards import (
+    BIT,
+    CODE_MASK,
+    CODES,
+    JESTER,
+    JESTER_BASE,
+    RANKS_PER_SUIT,
+    SPECIAL_MASK,
+    SUIT_MASK,
+    SUIT_OF,
+    WIZARD,
+    WIZARD_BASE,
+    Suit,
+    cards_of,
+    codes_of,
+    parse_cards,
+)
+from wizard.errors import (
+    DealError,
+    IllegalMoveError,
+    InvalidMoveError,
+    MatchFinishedError,
+    NotYourTurnError,
+)
+from wizard.moves import ACTION_BID, ACTION_TRUMP, Move, move_of_action
+from wizard.rules import PILE_SIZE, BidReveal, MatchConfig
+from wizard.shuffle import SeedStream, round_label, seed_hash
+from wizard.tricks import BEATS, BEATS_SINGLE_SUIT, NO_TRUMP
+
+
+class Phase(str, Enum):
+    CHOOSE_TRUMP = "CHOOSE_TRUMP"
+    BID = "BID"
+    PLAY = "PLAY"
+    FINISHED = "FINISHED"
+
+
+#: ``_lead`` while the trick is empty or holds only Jesters: the next card sets the lead.
+#: (0-3 is a lead suit; every sentinel is above 3 so ``lead < 4`` tests for a lead suit.)
+LEAD_OPEN = 6
+#: ``_lead`` after a Wizard led: no lead suit for the rest of the trick.
+LEAD_FREE = WIZARD
+NO_SEAT = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The end of a match: final totals by seat and the seats tied on the highest."""
+
+    scores: tuple[int, ...]
+    winners: tuple[int, ...]
+
+
+def single_suit_pile(seat: int) -> tuple[int, ...]:
+    """Seat ``i``'s own cards under SINGLE_SUIT: suit ``i`` in rank order, a Wizard, a Jester."""
+    return tuple(range(seat * RANKS_PER_SUIT, (seat + 1) * RANKS_PER_SUIT)) + (
+        WIZARD_BASE + seat,
+        JESTER_BASE + seat,
+    )
+
+
+class MatchState:
+    """A match from its first deal to its end. Build one with :func:`new_match`."""
+
+    __slots__ = (
+        "config", "seed", "_n", "_round", "_dealer", "_first_dealer", "_phase", "_to_act",
+        "_trump_card", "_trump_suit", "_hands", "_bids", "_tricks", "_scores", "_leader",
+        "_trick", "_lead", "_win_pos", "_done", "_last_trick", "_results", "_log",
+        "_single", "_beats", "_size",
+    )
+
+    config: MatchConfig
+    seed: str
+
+    # ----------------------------------------------------------------- public facts
+    @property
+    def players(self) -> int:
+        return self._n
+
+    @property
+    def round(self) -> int:
+        return self._round
+
+    @property
+    def dealer(self) -> int:
+        return self._dealer
+
+    @property
+    def phase(self) -> Phase:
+        return self._phase
+
+    @property
+    def to_act(self) -> int | None:
+        """The seat whose move it is; None while bids are simultaneous or the match is over."""
+        return None if self._to_act == NO_SEAT else self._to_act
+
+    @property
+    def is_finished(self) -> bool:
+        return self._phase is Phase.FINISHED
+
+    @property
+    def scores(self) -> tuple[int, ...]:
+        return tuple(self._scores)
+
+    @property
+    def moves_made(self) -> int:
+        """How many moves the seats have made (the server's clairvoyant plays not counted)."""
+        return len(self._log)
+
+    @property
+    def seed_hash(self) -> str:
+        return seed_hash(self.seed)
+
+    @property
+    def outcome(self) -> Outcome | None:
+        if self._phase is not Phase.FINISHED:
+            return None
+        best = max(self._scores)
+        return Outcome(tuple(self._scores), tuple(s for s in range(self._n) if self._scores[s] == best))
+
+    def awaiting(self) -> tuple[int, ...]:
+        """The seats that have a move to make now (several only while bids are simultaneous)."""
+        if self._phase is Phase.FINISHED:
+            return ()
+        if self._to_act != NO_SEAT:
+            return (self._to_act,)
+        return tuple(s for s in range(self._n) if self._bids[s] is None)
+
+    def hand_size(self) -> int:
+        return self.config.hand_size(self._round)
+
+    # ----------------------------------------------------------------- legal moves
+    def legal_actions(self, seat: int) -> list[int]:
+        """The seat's legal actions now (empty when it has nothing to do)."""
+        phase = self._phase
+        if phase is Phase.PLAY:
+            if seat != self._to_act:
+                return []
+            mask = self._playable(self._hands[seat])
+            out = []
+            while mask:
+                low = mask & -mask
+                out.append(low.bit_length() - 1)
+                mask ^= low
+            return out
+        if phase is Phase.BID:
+            return [ACTION_BID + b for b in self._legal_bids(seat)]
+        if phase is Phase.CHOOSE_TRUMP and seat == self._dealer:
+            return [ACTION_TRUMP + s for s in range(4)]
+        return []
+
+    def legal_moves(self, seat: int) -> list[Move]:
+        """The seat's legal moves now; a Wizard or Jester appears once however many are held."""
+        moves: list[Move] = []
+        seen: set[str] = set()
+        for action in self.legal_actions(seat):
+            move = move_of_action(action)
+            if move.card is None or move.card not in seen:
+                moves.append(move)
+                if move.card is not None:
+                    seen.add(move.card)
+        return moves
+
+    def _playable(self, hand: int) -> int:
+        lead = self._lead
+        if lead < 4 and hand & SUIT_MASK[lead]:
+            return hand & (SUIT_MASK[lead] | SPECIAL_MASK)
+        return hand
+
+    def _legal_bids(self, seat: int) -> list[int]:
+        bids = self._bids
+        if bids[seat] is not None:
+            return []
+        if self._to_act != NO_SEAT and seat != self._to_act:
+            return []
+        size = self._size
+        legal = list(range(size + 1))
+        if self.config.plus_minus_one and seat == self._dealer:
+            forbidden = size - sum(b for b in bids if b is not None)
+            if 0 <= forbidden <= size:
+                legal.remove(forbidden)
+        return legal
+
+    # ----------------------------------------------------------------- applying moves
+    def apply(self, seat: int, move: Move) -> None:
+        """Make ``move`` for ``seat``; raises and changes nothing if it is not legal now."""
+        self._check_seat(seat)
+        if not isinstance(move, Move):
+            raise InvalidMoveError(f"expected a Move, got {type(move).__name__}")
+        if move.card is not None:
+            held = CODE_MASK[move.card] & self._hands[seat]
+            if not held:
+                self._refuse(seat, f"seat {seat} does not hold {move.card}")
+            action = (held & -held).bit_length() - 1
+        elif move.bid is not None:
+            if not 0 <= move.bid <= 255 - ACTION_BID:
+                self._refuse(seat, f"bid {move.bid} is out of range")
+            action = ACTION_BID + move.bid
+        else:
+            assert move.trump is not None
+            action = ACTION_TRUMP + int(move.trump)
+        self.apply_action(seat, action)
+
+    def apply_action(self, seat: int, action: int) -> None:
+        """Make an action for ``seat``; raises and changes nothing if it is not legal now."""
+        phase = self._phase
+        if phase is Phase.PLAY:
+            if seat == self._to_act and 0 <= action < ACTION_TRUMP:
+                bit = BIT[action]
+                hand = self._hands[seat]
+                if bit & hand and bit & self._playable(hand):
+                    self._log.append(seat << 8 | action)
+                    self._run_tricks(action, None)
+                    return
+        elif phase is Phase.BID:
+            if ACTION_BID <= action and action - ACTION_BID in self._legal_bids(seat):
+                self._log.append(seat << 8 | action)
+                self._bid(seat, action - ACTION_BID)
+                return
+        elif phase is Phase.CHOOSE_TRUMP:
+            if seat == self._dealer and ACTION_TRUMP <= action < ACTION_BID:
+                self._log.append(seat << 8 | action)
+                self._set_trump(action - ACTION_TRUMP)
+                return
+        self._check_seat(seat)
+        self._refuse(seat, f"{move_of_action(action) if 0 <= action < 256 else action} is not legal now")
+
+    def playout(self, rng: Random) -> Outcome:
+        """Play the match to its end with every seat on the RANDOM policy (uniform over the
+        legal actions), and return the outcome: the rollout of Monte Carlo search.
+
+        It runs the same transitions as :meth:`apply_action`, without the checks a move
+        from outside needs; copy the state first to keep it.
+        """
+        random = rng.random
+        while True:
+            phase = self._phase
+            if phase is Phase.PLAY:
+                self._run_tricks(-1, random)
+            elif phase is Phase.BID:
+                seat = self._to_act if self._to_act != NO_SEAT else self._bids.index(None)
+                bids = self._legal_bids(seat)
+                bid = bids[int(random() * len(bids))]
+                self._log.append(seat << 8 | (ACTION_BID + bid))
+                self._bid(seat, bid)
+            elif phase is Phase.CHOOSE_TRUMP:
+                suit = int(random() * 4)
+                self._log.append(self._dealer << 8 | (ACTION_TRUMP + suit))
+                self._set_trump(suit)
+            else:
+                assert self.outcome is not None
+                return self.outcome
+
+    def _check_seat(self, seat: int) -> None:
+        if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < self._n:
+            raise InvalidMoveError(f"seat must be a number from 0 to {self._n - 1}, not {seat!r}")
+
+    def _refuse(self, seat: int, reason: str) -> None:
+        if self._phase is Phase.FINISHED:
+            raise MatchFinishedError("the match is over: no more moves")
+        legal = self.legal_moves(seat)
+        if not legal:
+            waiting = ", ".join(map(str, self.awaiting()))
+            raise NotYourTurnError(
+                f"seat {seat} has no move to make now ({self._phase.value}); waiting for seat(s) {waiting}"
+            )
+        raise IllegalMoveError(f"{reason} ({self._phase.value}, round {self._round})", legal)
+
+    # ----------------------------------------------------------------- transitions
+    def _bid(self, seat: int, bid: int) -> None:
+        bids = self._bids
+        bids[seat] = bid
+        if self._to_act != NO_SEAT:
+            if seat != self._dealer:
+                self._to_act = (seat + 1) % self._n
+                return
+        elif None in bids:
+            return
+        self._start_play()
+
+    def _start_bidding(self) -> None:
+        self._phase = Phase.BID
+        self._bids = [None] * self._n
+        self._to_act = NO_SEAT if self.config.simultaneous_bids else (self._dealer + 1) % self._n
+
+    def _start_play(self) -> None:
+        self._phase = Phase.PLAY
+        self._leader = self._to_act = (self._dealer + 1) % self._n
+        if self.config.clairvoyant(self._round):
+            # Nobody has a choice with one card each: the server plays them in turn order.
+            self._run_tricks(-1, None)
+
+    def _run_tricks(self, card: int, random: Callable[[], float] | None) -> None:
+        """Play cards for the seat to act, trick after trick: ``card`` (already checked), or,
+        when ``card`` is -1, one the seat may play, chosen uniformly by ``random`` (a
+        playout) or the only one it holds (a clairvoyant round).  Returns after one card
+        for a move from outside, and when the round ends for the other two.
+
+        This one loop is the whole of trick play, kept in locals because it is the hot path.
+        """
+        n = self._n
+        hands = self._hands
+        trick = self._trick
+        beats = self._beats
+        log = self._log
+        single = self._single
+        seat = self._to_act
+        lead = self._lead
+        win_pos = self._win_pos
+        keep_going = card < 0
+        while True:
+            hand = hands[seat]
+            if card < 0:
+                if lead < 4 and hand & SUIT_MASK[lead]:
+                    mask = hand & (SUIT_MASK[lead] | SPECIAL_MASK)
+                else:
+                    mask = hand
+                if random is not None:
+                    skip = int(random() * mask.bit_count())
+                    while skip:
+                        mask &= mask - 1
+                        skip -= 1
+                bit = mask & -mask
+                card = bit.bit_length() - 1
+                if random is not None:
+                    log.append(seat << 8 | card)
+            else:
+                bit = BIT[card]
+            hands[seat] = hand ^ bit
+            trick.append(card)
+            played = len(trick)
+            if played == 1:
+                win_pos = 0
+                suit = SUIT_OF[card]
+                lead = LEAD_OPEN if suit == JESTER else (LEAD_FREE if single else suit)
+            elif beats[trick[win_pos]][card]:
+                win_pos = played - 1
+                if lead == LEAD_OPEN:
+                    lead = LEAD_FREE if single else SUIT_OF[card]
+            if played < n:
+                seat = seat + 1 if seat + 1 < n else 0
+            else:
+                winner = self._leader + win_pos
+                if winner >= n:
+                    winner -= n
+                self._tricks[winner] += 1
+                finished = (self._leader, tuple(trick), winner)
+                self._done.append(finished)
+                self._last_trick = finished
+                trick.clear()
+                lead = LEAD_OPEN
+                self._leader = seat = winner
+                if len(self._done) == self._size:
+                    self._lead = lead
+                    self._to_act = seat
+                    self._end_round()
+                    return
+            if not keep_going:
+                self._lead = lead
+                self._win_pos = win_pos
+                self._to_act = seat
+                return
+            card = -1
+
+    def _end_round(self) -> None:
+        points = [self.config.scoring.points(b, t) for b, t in zip(self._bids, self._tricks)]  # type: ignore[arg-type]
+        for seat, p in enumerate(points):
+            self._scores[seat] += p
+        self._results.append((tuple(self._bids), tuple(self._tricks)))  # type: ignore[arg-type]
+        if self._round == self.config.rounds:
+            self._phase = Phase.FINISHED
+            self._to_act = NO_SEAT
+            return
+        self._deal(self._round + 1, (self._dealer + 1) % self._n)
+
+    def _deal(self, round_number: int, dealer: int) -> None:
+        self._round = round_number
+        self._dealer = dealer
+        n = self._n
+        order = round_deck(self.config, self.seed, round_number, dealer)
+        self._size = self.config.hand_size(round_number)
+        dealt = self._size * n
+        hands = [0] * n
+        bit_of = BIT.__getitem__
+        for i in range(n):  # card k goes to seat dealer + 1 + k
+            hands[(dealer + 1 + i) % n] = sum(map(bit_of, order[i:dealt:n]))
+        self._hands = hands
+        self._tricks = [0] * n
+        self._trick = []
+        self._lead = LEAD_OPEN
+        self._win_pos = 0
+        self._done = []
+        self._bids = [None] * n
+        self._trump_card = order[dealt] if len(order) > dealt and not self.config.single_suit else None
+        self._trump_suit = None
+        turned = NO_SEAT if self._trump_card is None else SUIT_OF[self._trump_card]
+        if turned == WIZARD:
+            self._phase = Phase.CHOOSE_TRUMP
+            self._to_act = dealer
+            return
+        self._set_trump(turned if 0 <= turned < 4 else None)
+
+    def _set_trump(self, suit: int | None) -> None:
+        self._trump_suit = suit
+        self._beats = BEATS_SINGLE_SUIT if self._single else BEATS[NO_TRUMP if suit is None else suit]
+        self._start_bidding()
+
+    # ----------------------------------------------------------------- copies and views
+    def copy(self) -> MatchState:
+        """An independent copy, for search (see :func:`wizard.views.sample_state`)."""
+        other = MatchState.__new__(MatchState)
+        for name in MatchState.__slots__:
+            setattr(other, name, getattr(self, name))
+        other._hands = list(self._hands)
+        other._bids = list(self._bids)
+        other._tricks = list(self._tricks)
+        other._scores = list(self._scores)
+        other._trick = list(self._trick)
+        other._done = list(self._done)
+        other._results = list(self._results)
+        other._log = list(self._log)
+        return other
+
+    def to_bytes(self) -> bytes:
+        """The compact, versioned serialisation (see :mod:`wizard.record`)."""
+        from wizard.record import state_to_bytes
+
+        return state_to_bytes(self)
+
+    @staticmethod
+    def from_bytes(data: bytes) -> MatchState:
+        from wizard.record import state_from_bytes
+
+        return state_from_bytes(data)
+
+    def record(self):  # noqa: ANN201 (MatchRecord)
+        """The finished match's record: config, seed, every move (and so every hand)."""
+        from wizard.record import record_of
+
+        return record_of(self)
+
+    def view(self, seat: int | None):  # noqa: ANN201 (MatchView, imported late to avoid a cycle)
+        """What ``seat`` may know now (``None``: a spectator). The only way cards leave."""
+        from wizard.views import build_view
+
+        if seat is not None:
+            self._check_seat(seat)
+        return build_view(self, seat)
+
+
+def _validated_stacked_round(config: MatchConfig, round_number: int, dealer: int) -> list[int] | None:
+    assert config.deals is not None
+    codes = config.deals[round_number - 1] if round_number <= len(config.deals) else ()
+    if not codes:
+        return None
+    deck = config.deck
+    where = f"deals[{round_number - 1}] (round {round_number})"
+    if not config.single_suit:
+        try:
+            cards = parse_cards(codes, deck)
+        except InvalidMoveError as e:
+            raise DealError(f"{where}: {e}") from None
+        if len(cards) != deck.size:
+            raise DealError(
+                f"{where} lists {len(cards)} cards; a stacked deal is the whole {deck.name} deck"
+                f" of {deck.size} cards in dealing order"
+            )
+        return cards
+    n = config.players
+    size = config.hand_size(round_number)
+    if len(codes) != n * size:
+        raise DealError(
+            f"{where} lists {len(codes)} cards; under SINGLE_SUIT a round lists the"
+            f" {n} x {size} = {n * size} cards drawn, in dealing order"
+        )
+    cards = []
+    taken = 0
+    for k, code in enumerate(codes):
+        seat = (dealer + 1 + k) % n
+        pile = single_suit_pile(seat)
+        card = next((c for c in pile if CODES[c] == code), None)
+        if card is None:
+            raise DealError(
+                f"{where}: card {k} ({code!r}) goes to seat {seat}, whose SINGLE_SUIT pile is"
+                f" {Suit(seat).name} 1-13, one W and one J"
+            )
+        if taken & BIT[card]:
+            raise DealError(f"{where}: {code} is dealt twice to seat {seat}")
+        taken |= BIT[card]
+        cards.append(card)
+    return cards
+
+
+def round_deck(config: MatchConfig, seed: str, round_number: int, dealer: int) -> list[int]:
+    """Round ``r``'s cards in dealing order (see :mod:`wizard.shuffle` for the algorithm)."""
+    if config.deals is not None:
+        stacked = _validated_stacked_round(config, round_number, dealer)
+        if stacked is not None:
+            return stacked
+    stream = SeedStream(seed, round_label(round_number))
+    if not config.single_suit:
+        # the dealt cards and the trump card are all the round uses of the shuffle
+        needed = config.hand_size(round_number) * config.players + 1
+        return stream.shuffle(list(config.deck.cards), needed)
+    n = config.players
+    piles = [stream.shuffle(list(single_suit_pile(s))) for s in range(n)]
+    size = config.hand_size(round_number)
+    assert size <= PILE_SIZE
+    return [piles[(dealer + 1 + k) % n][k // n] for k in range(n * size)]
+
+
+def first_dealer(config: MatchConfig, seed: str) -> int:
+    if config.first_dealer is not None:
+        return config.first_dealer
+    return SeedStream(seed, "dealer").uniform(config.players)
+
+
+def new_match(config: MatchConfig, seed: str) -> MatchState:
+    """A match at its first move: round 1 dealt, trump turned.
+
+    Every stacked round of ``config.deals`` is checked now, against the dealer of its
+    round, so a bad deal is refused before the match starts (:class:`DealError`).
+    """
+    if not isinstance(seed, str) or not seed:
+        raise DealError("the seed must be a non-empty string")
+    state = MatchState.__new__(MatchState)
+    state.config = config
+    state.seed = seed
+    n = state._n = config.players
+    dealer = state._first_dealer = first_dealer(config, seed)
+    # SINGLE_SUIT has no following: a lead that never matches any suit turns it off.
+    state._single = config.single_suit
+    if config.deals is not None:
+        for r in range(1, len(config.deals) + 1):
+            _validated_stacked_round(config, r, (dealer + r - 1) % n)
+    state._scores = [0] * n
+    state._results = []
+    state._log = []
+    state._last_trick = None
+    state._leader = NO_SEAT
+    state._win_pos = 0
+    state._deal(1, dealer)
+    return state
+
+
+def hand_codes(state: MatchState, seat: int) -> tuple[str, ...]:
+    """The seat's cards as codes. Engine-internal: views decide who may call this."""
+    return codes_of(state._hands[seat])
+
+
+def trick_plays(state: MatchState) -> list[tuple[int, int]]:
+    """The current trick as (seat, card id) in play order."""
+    n = state._n
+    return [((state._leader + i) % n, c) for i, c in enumerate(state._trick)]
+
+
+def playable_cards(state: MatchState, seat: int) -> list[int]:
+    return list(cards_of(state._playable(state._hands[seat])))
+
+
+def seats_with_bids(state: MatchState) -> Sequence[int | None]:
+    return state._bids

@@ -1,0 +1,71 @@
+"""Who takes a trick: the rule once, as a function, and as the tables the engine runs on.
+
+>>> from wizard.cards import parse_cards, WIZARD_DECK
+>>> def winner(codes, trump):
+...     return trick_winner(parse_cards(codes, WIZARD_DECK), trump)
+>>> winner(["R5", "W", "W"], trump=None)       # the first Wizard
+1
+>>> winner(["R5", "R9", "B2"], trump=0)        # the highest trump
+2
+>>> winner(["R5", "R9", "G13"], trump=0)       # the highest of the lead suit
+1
+>>> winner(["J", "J", "J"], trump=0)           # only Jesters: the first
+0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from wizard.cards import CARD_IDS, JESTER, SUIT_OF, VALUE_OF, WIZARD
+
+#: index of the "no trump" row in :data:`BEATS`
+NO_TRUMP = 4
+
+
+def takes_trick(card: int, best: int, trump: int | None) -> bool:
+    """Whether ``card``, played after ``best`` (the card winning the trick so far), takes it.
+
+    First rule that applies: the first Wizard; the highest trump; the highest card of the
+    lead suit; only Jesters: the first.  ``best`` is always a Wizard, a trump, a card of
+    the lead suit, or (while only Jesters were played) a Jester.
+    """
+    best_suit = SUIT_OF[best]
+    if best_suit == WIZARD:
+        return False
+    suit = SUIT_OF[card]
+    if suit == WIZARD:
+        return True
+    if suit == JESTER:
+        return False
+    if best_suit == JESTER:
+        return True
+    if suit == best_suit:
+        return card > best
+    return suit == trump
+
+
+def takes_trick_single_suit(card: int, best: int) -> bool:
+    """SINGLE_SUIT: the highest value (Jester 0, ranks, Wizard 14); the earliest of equals."""
+    return VALUE_OF[card] > VALUE_OF[best]
+
+
+def _table(rule) -> tuple[tuple[bool, ...], ...]:  # type: ignore[no-untyped-def]
+    return tuple(tuple(rule(card, best) for card in range(CARD_IDS)) for best in range(CARD_IDS))
+
+
+#: ``BEATS[trump][best][card]``, trump 0-3 or NO_TRUMP: :func:`takes_trick` precomputed.
+BEATS: tuple[tuple[tuple[bool, ...], ...], ...] = tuple(
+    _table(lambda c, b, t=t: takes_trick(c, b, None if t == NO_TRUMP else t)) for t in range(5)
+)
+BEATS_SINGLE_SUIT = _table(takes_trick_single_suit)
+
+
+def trick_winner(cards: Sequence[int], trump: int | None, single_suit: bool = False) -> int:
+    """The position (0-based, in play order) of the card that takes a full trick."""
+    beats = BEATS_SINGLE_SUIT if single_suit else BEATS[NO_TRUMP if trump is None else trump]
+    best = 0
+    for pos in range(1, len(cards)):
+        if beats[cards[best]][cards[pos]]:
+            best = pos
+    return best
