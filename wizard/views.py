@@ -15,8 +15,9 @@ Two states that differ only in cards a seat cannot see give that seat equal view
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, fields, is_dataclass
+from enum import Enum
+from typing import TYPE_CHECKING, Any
 
 from wizard.cards import CODES, Suit, codes_of
 from wizard.moves import Move
@@ -104,10 +105,31 @@ class MatchView:
     def my_tricks(self) -> int:
         return 0 if self.my_seat is None else self.seats[self.my_seat].tricks
 
+    def to_dict(self) -> dict[str, Any]:
+        """The view as plain JSON data, with the API's camelCase field names."""
+        return _jsonable(self)  # type: ignore[no-any-return]
+
     def cards_played_this_round(self) -> tuple[str, ...]:
         """Every card already played in this round, finished tricks first."""
         played = [p.card for t in self.completed_tricks for p in t.plays]
         return tuple(played + [p.card for p in self.current_trick])
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Enum):
+        return value.name if isinstance(value, Suit) else value.value
+    if isinstance(value, Move):
+        return value.to_dict()
+    if is_dataclass(value):
+        return {_camel(f.name): _jsonable(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, tuple | list):
+        return [_jsonable(v) for v in value]
+    return value
 
 
 def _trick(leader: int, cards: tuple[int, ...], winner: int, n: int) -> Trick:
