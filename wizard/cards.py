@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import IntEnum
+from functools import cached_property
 
 from wizard.errors import InvalidMoveError
 
@@ -110,7 +111,7 @@ class Deck:
     max_rank: int
     specials_each: int
 
-    @property
+    @cached_property
     def cards(self) -> tuple[int, ...]:
         """Canonical order, the start of every shuffle: B1…, G1…, R1…, Y1…, Wizards, Jesters."""
         return _DECK_CARDS[self.name]
@@ -119,7 +120,7 @@ class Deck:
     def size(self) -> int:
         return len(self.cards)
 
-    @property
+    @cached_property
     def mask(self) -> int:
         return _DECK_MASKS[self.name]
 

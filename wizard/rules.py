@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import cached_property
 
 from wizard.cards import JUNIOR_DECK, WIZARD_DECK, Deck
 from wizard.errors import ConfigError
@@ -47,6 +48,14 @@ class Scoring(Enum):
         if bid == tricks:
             return bid if bid else 1
         return 0
+
+
+MAX_TRICKS = 20
+#: ``POINTS[scoring][bid][tricks]``: :meth:`Scoring.points` precomputed for the engine.
+POINTS: dict[Scoring, tuple[tuple[int, ...], ...]] = {
+    scoring: tuple(tuple(scoring.points(b, t) for t in range(MAX_TRICKS + 1)) for b in range(MAX_TRICKS + 1))
+    for scoring in Scoring
+}
 
 
 class BidReveal(Enum):
@@ -141,25 +150,25 @@ class MatchConfig:
             None if deals is None else tuple(tuple(r) for r in deals),
         )
 
-    @property
+    @cached_property
     def info(self) -> RulesetInfo:
         return RULESETS[self.ruleset]
 
-    @property
+    @cached_property
     def deck(self) -> Deck:
         return self.info.deck
 
-    @property
+    @cached_property
     def single_suit(self) -> bool:
         return Variant.SINGLE_SUIT in self.variants
 
-    @property
+    @cached_property
     def rounds(self) -> int:
         if self.single_suit:
             return SINGLE_SUIT_ROUNDS
         return self.info.rounds_by_players[self.players]
 
-    @property
+    @cached_property
     def scoring(self) -> Scoring:
         return self.info.scoring
 
@@ -167,11 +176,11 @@ class MatchConfig:
         """Cards each seat holds at the start of a round, which is also its number of tricks."""
         return round_number + SINGLE_SUIT_EXTRA_CARDS if self.single_suit else round_number
 
-    @property
+    @cached_property
     def simultaneous_bids(self) -> bool:
         return bool(self.variants & {Variant.HIDDEN_BIDS, Variant.SECRET_BIDS})
 
-    @property
+    @cached_property
     def bid_reveal(self) -> BidReveal:
         if Variant.SECRET_BIDS in self.variants:
             return BidReveal.ROUND_END
@@ -179,7 +188,7 @@ class MatchConfig:
             return BidReveal.ALL_IN
         return BidReveal.AT_ONCE
 
-    @property
+    @cached_property
     def plus_minus_one(self) -> bool:
         return Variant.PLUS_MINUS_ONE in self.variants
 

@@ -38,6 +38,10 @@ import struct
 ALGORITHM_VERSION = 1
 _BLOCK_WORDS = struct.Struct(">8I")
 _LIMITS = [0] + [(1 << 32) - ((1 << 32) % b) for b in range(1, 256)]
+#: the lowest rejection limit over the bounds 2 … size: a word below it is never rejected
+_MIN_LIMIT = [0, 0] + [min(_LIMITS[2 : size + 1]) for size in range(2, 256)]
+_WORDS = [struct.Struct(f">{8 * blocks}I") for blocks in range(33)]
+_DECIMAL = [str(k).encode() for k in range(64)]
 
 
 class SeedStream:
@@ -74,15 +78,27 @@ class SeedStream:
         ``needed`` positions are settled (the rest of the list is left part-shuffled)."""
         size = len(items)
         stop = size - 1 if needed is None else min(needed, size - 1)
+        if stop <= 0:
+            return items
+        if self._counter == 0 and stop <= 255:
+            # Fast path for a fresh stream: take all the words at once; when none of them
+            # is high enough to be rejected, every draw is simply ``word % bound``.
+            blocks = (stop + 7) // 8
+            prefix = self._prefix
+            sha256 = hashlib.sha256
+            words = _WORDS[blocks].unpack(b"".join([sha256(prefix + _DECIMAL[k]).digest() for k in range(blocks)]))
+            if max(words[:stop]) < _MIN_LIMIT[size]:
+                for i, word, bound in zip(range(stop), words, range(size, 0, -1)):
+                    j = i + word % bound
+                    items[i], items[j] = items[j], items[i]
+                self._counter = blocks
+                self._words = words[-8:]
+                self._pos = 8 - (blocks * 8 - stop)
+                return items
         for i in range(stop):
             bound = size - i
             limit = _LIMITS[bound]
-            # the common case inlined: the next word of the current block, accepted
-            if self._pos < 8:
-                word = self._words[self._pos]
-                self._pos += 1
-            else:
-                word = self._next_word()
+            word = self._next_word()
             while word >= limit:
                 word = self._next_word()
             j = i + word % bound

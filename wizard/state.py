@@ -48,7 +48,7 @@ from wizard.errors import (
     NotYourTurnError,
 )
 from wizard.moves import ACTION_BID, ACTION_TRUMP, Move, move_of_action
-from wizard.rules import PILE_SIZE, BidReveal, MatchConfig
+from wizard.rules import PILE_SIZE, POINTS, MatchConfig
 from wizard.shuffle import SeedStream, round_label, seed_hash
 from wizard.tricks import BEATS, BEATS_SINGLE_SUIT, NO_TRUMP
 
@@ -264,8 +264,11 @@ class MatchState:
                 self._run_tricks(-1, random)
             elif phase is Phase.BID:
                 seat = self._to_act if self._to_act != NO_SEAT else self._bids.index(None)
-                bids = self._legal_bids(seat)
-                bid = bids[int(random() * len(bids))]
+                if seat == self._dealer and self.config.plus_minus_one:
+                    bids = self._legal_bids(seat)
+                    bid = bids[int(random() * len(bids))]
+                else:  # every bid 0 … hand size is legal: the same draw as from that list
+                    bid = int(random() * (self._size + 1))
                 self._log.append(seat << 8 | (ACTION_BID + bid))
                 self._bid(seat, bid)
             elif phase is Phase.CHOOSE_TRUMP:
@@ -332,6 +335,8 @@ class MatchState:
         seat = self._to_act
         lead = self._lead
         win_pos = self._win_pos
+        leader = self._leader
+        chooses = random is not None
         keep_going = card < 0
         while True:
             hand = hands[seat]
@@ -340,42 +345,46 @@ class MatchState:
                     mask = hand & (SUIT_MASK[lead] | SPECIAL_MASK)
                 else:
                     mask = hand
-                if random is not None:
-                    skip = int(random() * mask.bit_count())
+                if chooses:
+                    skip = int(random() * mask.bit_count())  # type: ignore[misc]
                     while skip:
                         mask &= mask - 1
                         skip -= 1
-                bit = mask & -mask
-                card = bit.bit_length() - 1
-                if random is not None:
+                    bit = mask & -mask
+                    card = bit.bit_length() - 1
                     log.append(seat << 8 | card)
+                else:
+                    bit = mask & -mask
+                    card = bit.bit_length() - 1
             else:
                 bit = BIT[card]
             hands[seat] = hand ^ bit
             trick.append(card)
-            played = len(trick)
-            if played == 1:
+            if len(trick) == 1:
                 win_pos = 0
                 suit = SUIT_OF[card]
                 lead = LEAD_OPEN if suit == JESTER else (LEAD_FREE if single else suit)
             elif beats[trick[win_pos]][card]:
-                win_pos = played - 1
+                win_pos = len(trick) - 1
                 if lead == LEAD_OPEN:
                     lead = LEAD_FREE if single else SUIT_OF[card]
-            if played < n:
-                seat = seat + 1 if seat + 1 < n else 0
+            if len(trick) < n:
+                seat += 1
+                if seat == n:
+                    seat = 0
             else:
-                winner = self._leader + win_pos
-                if winner >= n:
-                    winner -= n
-                self._tricks[winner] += 1
-                finished = (self._leader, tuple(trick), winner)
-                self._done.append(finished)
+                seat = leader + win_pos
+                if seat >= n:
+                    seat -= n
+                self._tricks[seat] += 1
+                finished = (leader, tuple(trick), seat)
+                done = self._done
+                done.append(finished)
                 self._last_trick = finished
                 trick.clear()
                 lead = LEAD_OPEN
-                self._leader = seat = winner
-                if len(self._done) == self._size:
+                self._leader = leader = seat
+                if len(done) == self._size:
                     self._lead = lead
                     self._to_act = seat
                     self._end_round()
@@ -388,9 +397,10 @@ class MatchState:
             card = -1
 
     def _end_round(self) -> None:
-        points = [self.config.scoring.points(b, t) for b, t in zip(self._bids, self._tricks)]  # type: ignore[arg-type]
-        for seat, p in enumerate(points):
-            self._scores[seat] += p
+        points = POINTS[self.config.scoring]
+        scores = self._scores
+        for seat, (bid, tricks) in enumerate(zip(self._bids, self._tricks)):
+            scores[seat] += points[bid][tricks]  # type: ignore[index]
         self._results.append((tuple(self._bids), tuple(self._tricks)))  # type: ignore[arg-type]
         if self._round == self.config.rounds:
             self._phase = Phase.FINISHED
@@ -416,7 +426,7 @@ class MatchState:
         self._win_pos = 0
         self._done = []
         self._bids = [None] * n
-        self._trump_card = order[dealt] if len(order) > dealt and not self.config.single_suit else None
+        self._trump_card = order[dealt] if len(order) > dealt and not self._single else None
         self._trump_suit = None
         turned = NO_SEAT if self._trump_card is None else SUIT_OF[self._trump_card]
         if turned == WIZARD:
