@@ -430,6 +430,8 @@ class MatchState:
         self._trump_suit = None
         turned = NO_SEAT if self._trump_card is None else SUIT_OF[self._trump_card]
         if turned == WIZARD:
+            # no trump until the dealer names one; every slot stays set, so copies work
+            self._beats = BEATS_SINGLE_SUIT if self._single else BEATS[NO_TRUMP]
             self._phase = Phase.CHOOSE_TRUMP
             self._to_act = dealer
             return
