@@ -81,6 +81,8 @@ CODE_MASK: dict[str, int] = {}
 for _c, _code in enumerate(CODES):
     CODE_MASK[_code] = CODE_MASK.get(_code, 0) | (1 << _c)
 del _c, _code
+#: ``SAME_CODE_MASK[card]``: every id sharing that card's code (itself, or the W / J copies).
+SAME_CODE_MASK: tuple[int, ...] = tuple(CODE_MASK[CODES[c]] for c in range(CARD_IDS))
 
 
 def cards_of(mask: int) -> Iterator[int]:

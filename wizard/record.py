@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from wizard.cards import CODES, codes_of
+from wizard.cards import CARD_IDS, CODES, codes_of
 from wizard.errors import RecordError, WizardError
 from wizard.moves import Move, move_of_action
 from wizard.rules import MatchConfig, Ruleset, Variant
@@ -180,10 +180,30 @@ def _state_from_bytes(data: bytes) -> MatchState:
     s._log = list(r.take(f"<{count}H"))
     if r.pos != len(data):
         raise RecordError("serialised state has trailing bytes")
+    _check_cards(s)
     s._single = config.single_suit
     s._size = config.hand_size(s._round)
     s._beats = BEATS_SINGLE_SUIT if s._single else BEATS[NO_TRUMP if s._trump_suit is None else s._trump_suit]
     return s
+
+
+def _check_cards(s: MatchState) -> None:
+    """Card ids and seats in range, so a corrupt state is refused here, not later."""
+    deck = s.config.deck.mask
+    cards = [*s._trick, *(c for t in s._done for c in t[1])]
+    if s._last_trick is not None:
+        cards += s._last_trick[1]
+    if s._trump_card is not None:
+        cards.append(s._trump_card)
+    if any(not 0 <= c < CARD_IDS or not (deck >> c) & 1 for c in cards) or any(h & ~deck for h in s._hands):
+        raise RecordError("serialised state holds a card that is not in this match's deck")
+    seats = [s._dealer, s._first_dealer, *(t[0] for t in s._done), *(t[2] for t in s._done)]
+    if s._to_act != NO_SEAT:
+        seats.append(s._to_act)
+    if any(not 0 <= x < s._n for x in seats) or not 1 <= s._round <= s.config.rounds:
+        raise RecordError("serialised state names a seat or round that this match does not have")
+    if s._trump_suit is not None and not 0 <= s._trump_suit < 4:
+        raise RecordError("serialised state names a trump suit that does not exist")
 
 
 @dataclass(frozen=True)
@@ -207,16 +227,22 @@ class MatchRecord:
     scores: tuple[int, ...] | None = None
 
     def replay(self) -> MatchState:
-        """Re-run the record; raises :class:`RecordError` if a move does not apply or the
-        result differs from the recorded one."""
-        state = new_match(self.config, self.seed)
+        """Re-run the record; raises :class:`RecordError` if a move does not apply, or, for
+        a record with final scores, if the match does not end there with those scores."""
+        state = _start(self)
         for index, (seat, move) in enumerate(self.moves):
             try:
                 state.apply(seat, move)
             except WizardError as e:
                 raise RecordError(f"move {index} ({move}, seat {seat}) does not replay: {e}") from None
-        if self.scores is not None and state.scores != self.scores:
-            raise RecordError(f"replay ends with scores {state.scores}, the record says {self.scores}")
+        if self.scores is not None:
+            if not state.is_finished:
+                raise RecordError(
+                    f"the record gives final scores but its {len(self.moves)} moves leave the match"
+                    f" unfinished (round {state.round}, {state.phase.value})"
+                )
+            if state.scores != self.scores:
+                raise RecordError(f"replay ends with scores {state.scores}, the record says {self.scores}")
         return state
 
     def dealt_rounds(self) -> list[DealtRound]:
@@ -250,17 +276,43 @@ class MatchRecord:
                 raise RecordError(f"record format {data.get('format')!r} is not supported (this engine reads {RECORD_FORMAT})")
             c = data["config"]
             config = MatchConfig.create(c["ruleset"], c["players"], c.get("variants") or (), c.get("firstDealer"), c.get("deals"))
-            moves = tuple((int(m["seat"]), Move.from_dict({k: v for k, v in m.items() if k != "seat"})) for m in data["moves"])
-            scores = None if data.get("scores") is None else tuple(int(x) for x in data["scores"])
-            return cls(config, str(data["seed"]), moves, scores)
+            seed = data["seed"]
+            if not isinstance(seed, str) or not seed:
+                raise RecordError(f"the record's seed must be a non-empty string, not {seed!r}")
+            moves = tuple((_whole(m["seat"], "seat"), Move.from_dict({k: v for k, v in m.items() if k != "seat"})) for m in data["moves"])
+            scores = None if data.get("scores") is None else tuple(_whole(x, "score") for x in data["scores"])
+            record = cls(config, seed, moves, scores)
+            _start(record)  # a seed or stacked deal the engine refuses is refused here
+        except RecordError:
+            raise
         except WizardError as e:
             raise RecordError(f"match record is not valid: {e}") from None
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise RecordError(f"match record is malformed: {e!r}") from None
+        if data.get("rounds") is not None:
+            # the dealt hands are derived data: when given, they must be the ones the seed deals
+            stated = data["rounds"]
+            derived = record.to_dict()["rounds"]
+            if stated != derived:
+                raise RecordError("the record's dealt hands (rounds) are not what its seed and deals deal")
+        return record
+
+
+def _whole(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RecordError(f"a {what} in the record must be a whole number, not {value!r}")
+    return value
+
+
+def _start(record: MatchRecord) -> MatchState:
+    try:
+        return new_match(record.config, record.seed)
+    except WizardError as e:
+        raise RecordError(f"the record's match cannot be set up: {e}") from None
 
 
 def _dealt_rounds(record: MatchRecord) -> Iterator[DealtRound]:
-    state = new_match(record.config, record.seed)
+    state = _start(record)
 
     def snapshot() -> DealtRound:
         return DealtRound(
@@ -271,10 +323,13 @@ def _dealt_rounds(record: MatchRecord) -> Iterator[DealtRound]:
         )
 
     yield snapshot()
-    for seat, move in record.moves:
+    for index, (seat, move) in enumerate(record.moves):
         before = state._round
-        state.apply(seat, move)
-        if state._round != before:
+        try:
+            state.apply(seat, move)
+        except WizardError as e:
+            raise RecordError(f"move {index} ({move}, seat {seat}) does not replay: {e}") from None
+        if state._round != before and not state.is_finished:
             yield snapshot()
 
 

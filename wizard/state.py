@@ -25,6 +25,7 @@ from random import Random
 
 from wizard.cards import (
     BIT,
+    SAME_CODE_MASK,
     CODE_MASK,
     CODES,
     JESTER,
@@ -74,6 +75,14 @@ class Outcome:
 
     scores: tuple[int, ...]
     winners: tuple[int, ...]
+
+
+def _lowest_copy(hand: int, card: int) -> int:
+    """The copy of ``card`` the seat plays: Wizards and Jesters are told apart only inside
+    the engine, so it always plays the lowest-numbered copy it holds, which makes a card
+    code name one exact card and a record of codes replay to identical state."""
+    same = hand & SAME_CODE_MASK[card]
+    return (same & -same).bit_length() - 1
 
 
 def single_suit_pile(seat: int) -> tuple[int, ...]:
@@ -234,6 +243,7 @@ class MatchState:
                 bit = BIT[action]
                 hand = self._hands[seat]
                 if bit & hand and bit & self._playable(hand):
+                    action = _lowest_copy(hand, action)
                     self._log.append(seat << 8 | action)
                     self._run_tricks(action, None)
                     return
@@ -352,6 +362,9 @@ class MatchState:
                         skip -= 1
                     bit = mask & -mask
                     card = bit.bit_length() - 1
+                    if card >= WIZARD_BASE:
+                        card = _lowest_copy(hand, card)
+                        bit = BIT[card]
                     log.append(seat << 8 | card)
                 else:
                     bit = mask & -mask
