@@ -44,14 +44,19 @@ class Move:
             )
         if self.bid is not None and (isinstance(self.bid, bool) or not isinstance(self.bid, int)):
             raise InvalidMoveError(f"bid must be a whole number, not {self.bid!r}")
-        if self.card is not None and self.card not in CODE_MASK:
+        if self.card is not None and (not isinstance(self.card, str) or self.card not in CODE_MASK):
             raise InvalidMoveError(
                 f"{self.card!r} is not a card code: use a suit letter B, G, R or Y with a rank"
                 " (B1 … B13), W for a Wizard or J for a Jester"
             )
         if self.trump is not None and not isinstance(self.trump, Suit):
             try:
-                object.__setattr__(self, "trump", Suit[self.trump] if isinstance(self.trump, str) else Suit(self.trump))
+                if isinstance(self.trump, str):
+                    object.__setattr__(self, "trump", Suit[self.trump])
+                elif type(self.trump) is int:
+                    object.__setattr__(self, "trump", Suit(self.trump))
+                else:
+                    raise ValueError(self.trump)
             except (KeyError, ValueError):
                 raise InvalidMoveError(
                     f"trump must be one of BLUE, GREEN, RED, YELLOW, not {self.trump!r}"

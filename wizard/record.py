@@ -26,10 +26,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from wizard.cards import CARD_IDS, CODES, codes_of
+from wizard.cards import CARD_IDS, CODES, codes_of, parse_cards
 from wizard.errors import RecordError, WizardError
 from wizard.moves import Move, move_of_action
 from wizard.rules import MatchConfig, Ruleset, Variant
+from wizard.shuffle import ALGORITHM_VERSION
 from wizard.state import NO_SEAT, MatchState, Phase, new_match
 from wizard.tricks import BEATS, BEATS_SINGLE_SUIT, NO_TRUMP
 
@@ -93,8 +94,10 @@ def state_to_bytes(state: MatchState) -> bytes:
     _text(out, state.seed)
     deals = cfg.deals
     out.append(_NONE if deals is None else len(deals))
-    for rnd in deals or ():
-        _text(out, ",".join(rnd))
+    for rnd in deals or ():  # card ids, one byte each (codes come back from CODES)
+        ids = parse_cards(rnd, cfg.deck)
+        out.append(len(ids))
+        out += bytes(ids)
     out += bytes(
         [
             state._round, state._dealer, state._first_dealer, _PHASES.index(state._phase),
@@ -143,7 +146,9 @@ def _state_from_bytes(data: bytes) -> MatchState:
     ruleset, n, variant_bits, first = r.take("<4B")
     seed = r.text()
     deal_count = r.byte()
-    deals = None if deal_count == _NONE else tuple(tuple(filter(None, r.text().split(","))) for _ in range(deal_count))
+    deals = None
+    if deal_count != _NONE:
+        deals = tuple(tuple(CODES[c] for c in r.bytes_(r.byte())) for _ in range(deal_count))
     config = MatchConfig(
         _RULESETS[ruleset],
         n,
@@ -253,6 +258,7 @@ class MatchRecord:
         cfg = self.config
         return {
             "format": RECORD_FORMAT,
+            "dealAlgorithm": ALGORITHM_VERSION,
             "config": {
                 "ruleset": cfg.ruleset.value,
                 "players": cfg.players,
@@ -274,6 +280,11 @@ class MatchRecord:
         try:
             if data.get("format") != RECORD_FORMAT:
                 raise RecordError(f"record format {data.get('format')!r} is not supported (this engine reads {RECORD_FORMAT})")
+            algorithm = data.get("dealAlgorithm", ALGORITHM_VERSION)
+            if algorithm != ALGORITHM_VERSION:
+                raise RecordError(
+                    f"the record was dealt with deal algorithm {algorithm!r}; this engine deals with {ALGORITHM_VERSION}"
+                )
             c = data["config"]
             config = MatchConfig.create(c["ruleset"], c["players"], c.get("variants") or (), c.get("firstDealer"), c.get("deals"))
             seed = data["seed"]

@@ -111,7 +111,10 @@ class MatchConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ruleset", _as_enum(Ruleset, self.ruleset, "ruleset"))
-        variants = frozenset(_as_enum(Variant, v, "variant") for v in self.variants)
+        try:
+            variants = frozenset(_as_enum(Variant, v, "variant") for v in self.variants)
+        except TypeError:
+            raise ConfigError(f"variants must be a list of variant names, not {self.variants!r}") from None
         object.__setattr__(self, "variants", variants)
         if isinstance(self.players, bool) or not isinstance(self.players, int) or not 3 <= self.players <= 6:
             raise ConfigError(f"players must be a whole number from 3 to 6, not {self.players!r}")
@@ -142,13 +145,23 @@ class MatchConfig:
         first_dealer: int | None = None,
         deals: Iterable[Iterable[str]] | None = None,
     ) -> MatchConfig:
-        return cls(
-            ruleset,  # type: ignore[arg-type]
-            players,
-            frozenset(variants),  # type: ignore[arg-type]
-            first_dealer,
-            None if deals is None else tuple(tuple(r) for r in deals),
-        )
+        try:
+            variant_set = frozenset(variants)
+        except TypeError:
+            raise ConfigError(f"variants must be a list of variant names, not {variants!r}") from None
+        if deals is not None:
+            if isinstance(deals, str | bytes) or not isinstance(deals, Iterable):
+                raise ConfigError("deals must be a list of rounds, each a list of card codes")
+            rounds = []
+            for r in deals:
+                if isinstance(r, str | bytes) or not isinstance(r, Iterable):
+                    raise ConfigError("deals must be a list of rounds, each a list of card codes")
+                cards = tuple(r)
+                if not all(isinstance(c, str) for c in cards):
+                    raise ConfigError("deals must be a list of rounds, each a list of card codes (strings)")
+                rounds.append(cards)
+            deals = tuple(rounds)
+        return cls(ruleset, players, variant_set, first_dealer, deals)  # type: ignore[arg-type]
 
     @cached_property
     def info(self) -> RulesetInfo:

@@ -42,6 +42,7 @@ from wizard.cards import (
     parse_cards,
 )
 from wizard.errors import (
+    ConfigError,
     DealError,
     IllegalMoveError,
     InvalidMoveError,
@@ -67,6 +68,7 @@ LEAD_OPEN = 6
 #: ``_lead`` after a Wizard led: no lead suit for the rest of the trick.
 LEAD_FREE = WIZARD
 NO_SEAT = -1
+MAX_SEED_BYTES = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +168,8 @@ class MatchState:
     # ----------------------------------------------------------------- legal moves
     def legal_actions(self, seat: int) -> list[int]:
         """The seat's legal actions now (empty when it has nothing to do)."""
+        if type(seat) is not int or not 0 <= seat < self._n:
+            self._check_seat(seat)
         phase = self._phase
         if phase is Phase.PLAY:
             if seat != self._to_act:
@@ -237,6 +241,9 @@ class MatchState:
 
     def apply_action(self, seat: int, action: int) -> None:
         """Make an action for ``seat``; raises and changes nothing if it is not legal now."""
+        if type(seat) is not int or not 0 <= seat < self._n or type(action) is not int:
+            self._check_seat(seat)
+            raise InvalidMoveError(f"an action is a whole number, not {action!r}")
         phase = self._phase
         if phase is Phase.PLAY:
             if seat == self._to_act and 0 <= action < ACTION_TRUMP:
@@ -290,7 +297,7 @@ class MatchState:
                 return self.outcome
 
     def _check_seat(self, seat: int) -> None:
-        if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < self._n:
+        if type(seat) is not int or not 0 <= seat < self._n:
             raise InvalidMoveError(f"seat must be a number from 0 to {self._n - 1}, not {seat!r}")
 
     def _refuse(self, seat: int, reason: str) -> None:
@@ -457,7 +464,7 @@ class MatchState:
 
     # ----------------------------------------------------------------- copies and views
     def copy(self) -> MatchState:
-        """An independent copy, for search (see :func:`wizard.views.sample_state`)."""
+        """An independent copy, for search: play it on without touching this state."""
         other = MatchState.__new__(MatchState)
         for name in MatchState.__slots__:
             setattr(other, name, getattr(self, name))
@@ -572,7 +579,13 @@ def new_match(config: MatchConfig, seed: str) -> MatchState:
     round, so a bad deal is refused before the match starts (:class:`DealError`).
     """
     if not isinstance(seed, str) or not seed:
-        raise DealError("the seed must be a non-empty string")
+        raise ConfigError("the seed must be a non-empty string")
+    try:
+        encoded = len(seed.encode())
+    except UnicodeEncodeError:
+        raise ConfigError("the seed must be text that UTF-8 can encode (no lone surrogates)") from None
+    if encoded > MAX_SEED_BYTES:
+        raise ConfigError(f"the seed is {encoded} bytes long; at most {MAX_SEED_BYTES} are allowed")
     state = MatchState.__new__(MatchState)
     state.config = config
     state.seed = seed
