@@ -10,12 +10,13 @@ while ``k < r * n``; card ``r * n`` is turned up for trump.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
 import pytest
 
-from wizard import MatchConfig, MatchState, Move, Phase, new_match
+from wizard import ConfigError, MatchConfig, MatchState, Move, Phase, Ruleset, Variant, new_match
 
 SEED = "tests"
 
@@ -137,3 +138,18 @@ def refused(state: MatchState, seat: int, move: object, error: type[Exception]) 
         state.apply(seat, move)  # type: ignore[arg-type]
     assert snapshot() == before, "a refused move changed the state"
     return caught.value
+
+
+def allowed_triples() -> list[tuple[Ruleset, int, tuple[Variant, ...]]]:
+    """Every (ruleset, players, variant set) that MatchConfig accepts."""
+    out = []
+    for ruleset in Ruleset:
+        for players in range(3, 7):
+            for k in range(len(Variant) + 1):
+                for combo in itertools.combinations(list(Variant), k):
+                    try:
+                        MatchConfig.create(ruleset, players, combo)
+                    except ConfigError:
+                        continue
+                    out.append((ruleset, players, combo))
+    return out

@@ -36,6 +36,8 @@ from wizard import (
 )
 from wizard.moves import move_of_action
 
+from conftest import allowed_triples
+
 # ----------------------------------------------------------------------------- RULES.md, restated
 
 ROUNDS = {
@@ -105,22 +107,6 @@ def expected_playable(hand: tuple[str, ...], trick: list[str], single: bool) -> 
 
 
 # ----------------------------------------------------------------------------- configurations
-
-
-def allowed_triples() -> list[tuple[Ruleset, int, tuple[Variant, ...]]]:
-    """Every (ruleset, players, variant set) that MatchConfig accepts."""
-    out = []
-    for ruleset in Ruleset:
-        for players in range(3, 7):
-            for k in range(len(Variant) + 1):
-                for combo in itertools.combinations(list(Variant), k):
-                    try:
-                        MatchConfig.create(ruleset, players, combo)
-                    except ConfigError:
-                        continue
-                    out.append((ruleset, players, combo))
-    return out
-
 
 TRIPLES = allowed_triples()
 

@@ -11,29 +11,16 @@ every variant set, for every seat and for a spectator (``view(None)``).
 from __future__ import annotations
 
 import hashlib
-import itertools
 import random
 from collections import Counter
 
 import pytest
 
 from wizard import ConfigError, MatchConfig, MatchState, Move, Phase, Ruleset, Variant, new_match
+from conftest import allowed_triples
 
 V = Variant
 
-
-def allowed_triples() -> list[tuple[Ruleset, int, tuple[Variant, ...]]]:
-    out = []
-    for ruleset in Ruleset:
-        for players in range(3, 7):
-            for k in range(len(Variant) + 1):
-                for combo in itertools.combinations(list(Variant), k):
-                    try:
-                        MatchConfig.create(ruleset, players, combo)
-                    except ConfigError:
-                        continue
-                    out.append((ruleset, players, combo))
-    return out
 
 
 TRIPLES = allowed_triples()
