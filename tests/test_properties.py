@@ -22,7 +22,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from wizard import (
-    ConfigError,
     IllegalMoveError,
     MatchConfig,
     MatchRecord,

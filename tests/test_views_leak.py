@@ -16,7 +16,7 @@ from collections import Counter
 
 import pytest
 
-from wizard import ConfigError, MatchConfig, MatchState, Move, Phase, Ruleset, Variant, new_match
+from wizard import MatchConfig, MatchState, Move, Phase, Ruleset, Variant, new_match
 from conftest import allowed_triples
 
 V = Variant

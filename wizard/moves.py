@@ -1,8 +1,9 @@
 """Moves: the value object bots and the API speak, and the small-int actions of the engine.
 
 A :class:`Move` has exactly one of ``bid``, ``card`` (a code) or ``trump`` (a :class:`Suit`).
-Inside the engine a move is an *action*, a small int (see :func:`action_kind`), so that
-search code can enumerate and apply moves without building objects.
+Inside the engine a move is an *action*, a small int (card ids 0-59, ``ACTION_TRUMP + suit``,
+``ACTION_BID + bid``), so that search code can enumerate and apply moves without building
+objects.
 
 >>> Move(bid=2), Move(card="R7"), Move(trump=Suit.BLUE)
 (Move(bid=2), Move(card='R7'), Move(trump=BLUE))
@@ -105,8 +106,3 @@ def move_of_action(action: int) -> Move:
         return Move(trump=Suit(action - ACTION_TRUMP))
     return Move(bid=action - ACTION_BID)
 
-
-def action_kind(action: int) -> str:
-    if action < ACTION_TRUMP:
-        return "card"
-    return "trump" if action < ACTION_BID else "bid"

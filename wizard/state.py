@@ -18,7 +18,7 @@ a typed error and changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from random import Random
@@ -37,8 +37,6 @@ from wizard.cards import (
     WIZARD,
     WIZARD_BASE,
     Suit,
-    cards_of,
-    codes_of,
     parse_cards,
 )
 from wizard.errors import (
@@ -605,21 +603,3 @@ def new_match(config: MatchConfig, seed: str) -> MatchState:
     state._deal(1, dealer)
     return state
 
-
-def hand_codes(state: MatchState, seat: int) -> tuple[str, ...]:
-    """The seat's cards as codes. Engine-internal: views decide who may call this."""
-    return codes_of(state._hands[seat])
-
-
-def trick_plays(state: MatchState) -> list[tuple[int, int]]:
-    """The current trick as (seat, card id) in play order."""
-    n = state._n
-    return [((state._leader + i) % n, c) for i, c in enumerate(state._trick)]
-
-
-def playable_cards(state: MatchState, seat: int) -> list[int]:
-    return list(cards_of(state._playable(state._hands[seat])))
-
-
-def seats_with_bids(state: MatchState) -> Sequence[int | None]:
-    return state._bids
