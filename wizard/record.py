@@ -32,7 +32,7 @@ from wizard.moves import Move, move_of_action
 from wizard.rules import MatchConfig, Ruleset, Variant
 from wizard.shuffle import ALGORITHM_VERSION
 from wizard.state import NO_SEAT, MatchState, Phase, new_match
-from wizard.tricks import BEATS, BEATS_SINGLE_SUIT, NO_TRUMP
+from wizard.tricks import trick_table
 
 STATE_FORMAT = 1
 RECORD_FORMAT = 1
@@ -188,7 +188,7 @@ def _state_from_bytes(data: bytes) -> MatchState:
     _check_cards(s)
     s._single = config.single_suit
     s._size = config.hand_size(s._round)
-    s._beats = BEATS_SINGLE_SUIT if s._single else BEATS[NO_TRUMP if s._trump_suit is None else s._trump_suit]
+    s._beats = trick_table(s._trump_suit, s._single)
     return s
 
 

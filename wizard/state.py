@@ -50,7 +50,7 @@ from wizard.errors import (
 from wizard.moves import ACTION_BID, ACTION_TRUMP, Move, move_of_action
 from wizard.rules import PILE_SIZE, POINTS, MatchConfig
 from wizard.shuffle import SeedStream, round_label, seed_hash
-from wizard.tricks import BEATS, BEATS_SINGLE_SUIT, NO_TRUMP
+from wizard.tricks import trick_table
 
 
 class Phase(str, Enum):
@@ -449,7 +449,7 @@ class MatchState:
         turned = NO_SEAT if self._trump_card is None else SUIT_OF[self._trump_card]
         if turned == WIZARD:
             # no trump until the dealer names one; every slot stays set, so copies work
-            self._beats = BEATS_SINGLE_SUIT if self._single else BEATS[NO_TRUMP]
+            self._beats = trick_table(None, self._single)
             self._phase = Phase.CHOOSE_TRUMP
             self._to_act = dealer
             return
@@ -457,7 +457,7 @@ class MatchState:
 
     def _set_trump(self, suit: int | None) -> None:
         self._trump_suit = suit
-        self._beats = BEATS_SINGLE_SUIT if self._single else BEATS[NO_TRUMP if suit is None else suit]
+        self._beats = trick_table(suit, self._single)
         self._start_bidding()
 
     # ----------------------------------------------------------------- copies and views

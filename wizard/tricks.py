@@ -61,9 +61,14 @@ BEATS: tuple[tuple[tuple[bool, ...], ...], ...] = tuple(
 BEATS_SINGLE_SUIT = _table(takes_trick_single_suit)
 
 
+def trick_table(trump: int | None, single_suit: bool = False) -> tuple[tuple[bool, ...], ...]:
+    """``table[best][card]``: whether ``card`` takes the trick from ``best``, this round."""
+    return BEATS_SINGLE_SUIT if single_suit else BEATS[NO_TRUMP if trump is None else trump]
+
+
 def trick_winner(cards: Sequence[int], trump: int | None, single_suit: bool = False) -> int:
     """The position (0-based, in play order) of the card that takes a full trick."""
-    beats = BEATS_SINGLE_SUIT if single_suit else BEATS[NO_TRUMP if trump is None else trump]
+    beats = trick_table(trump, single_suit)
     best = 0
     for pos in range(1, len(cards)):
         if beats[cards[best]][cards[pos]]:
