@@ -234,12 +234,8 @@ class MatchRecord:
     def replay(self) -> MatchState:
         """Re-run the record; raises :class:`RecordError` if a move does not apply, or, for
         a record with final scores, if the match does not end there with those scores."""
-        state = _start(self)
-        for index, (seat, move) in enumerate(self.moves):
-            try:
-                state.apply(seat, move)
-            except WizardError as e:
-                raise RecordError(f"move {index} ({move}, seat {seat}) does not replay: {e}") from None
+        for state in _replayed(self):
+            pass
         if self.scores is not None:
             if not state.is_finished:
                 raise RecordError(
@@ -322,26 +318,29 @@ def _start(record: MatchRecord) -> MatchState:
         raise RecordError(f"the record's match cannot be set up: {e}") from None
 
 
-def _dealt_rounds(record: MatchRecord) -> Iterator[DealtRound]:
+def _replayed(record: MatchRecord) -> Iterator[MatchState]:
+    """The one state of a replay, yielded at the start and again after every move."""
     state = _start(record)
-
-    def snapshot() -> DealtRound:
-        return DealtRound(
-            state._round,
-            state._dealer,
-            tuple(codes_of(h) for h in state._hands),
-            None if state._trump_card is None else CODES[state._trump_card],
-        )
-
-    yield snapshot()
+    yield state
     for index, (seat, move) in enumerate(record.moves):
-        before = state._round
         try:
             state.apply(seat, move)
         except WizardError as e:
             raise RecordError(f"move {index} ({move}, seat {seat}) does not replay: {e}") from None
-        if state._round != before and not state.is_finished:
-            yield snapshot()
+        yield state
+
+
+def _dealt_rounds(record: MatchRecord) -> Iterator[DealtRound]:
+    dealt = 0
+    for state in _replayed(record):
+        if state._round != dealt and not state.is_finished:
+            dealt = state._round
+            yield DealtRound(
+                state._round,
+                state._dealer,
+                tuple(codes_of(h) for h in state._hands),
+                None if state._trump_card is None else CODES[state._trump_card],
+            )
 
 
 def record_of(state: MatchState) -> MatchRecord:
