@@ -30,9 +30,108 @@ def _bench_bots(args: argparse.Namespace) -> None:
     _print(bench_bots(args.matches, args.players, args.ruleset, args.seed), args.json)
 
 
+def _configure_logging(level: str) -> None:
+    import logging
+
+    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def _serve(args: argparse.Namespace) -> None:
+    import uvicorn
+
+    from service.settings import Settings
+
+    if not Settings().redis_url:
+        sys.exit("wizard-arena serve: set REDIS_URL to your Redis server (or run `wizard-arena up`, which starts one)")
+    _configure_logging(args.log_level)
+    uvicorn.run(
+        "service.app:create_app",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        log_level=args.log_level,
+        access_log=args.access_log,
+    )
+
+
+def _worker(args: argparse.Namespace) -> None:
+    from service.settings import Settings
+    from worker.main import run_worker
+
+    settings = Settings()
+    if not settings.redis_url:
+        sys.exit("wizard-arena worker: set REDIS_URL to your Redis server (or run `wizard-arena up`)")
+    _configure_logging(args.log_level)
+    run_worker(settings, burst=args.burst)
+
+
+def _up(args: argparse.Namespace) -> None:
+    import os
+    import subprocess
+
+    import uvicorn
+
+    from service.embedded_redis import EmbeddedRedis
+    from service.settings import Settings
+
+    _configure_logging(args.log_level)
+    settings = Settings()
+    embedded = None
+    env = dict(os.environ)
+    if not settings.redis_url:
+        embedded = EmbeddedRedis(settings.data_dir)
+        env["REDIS_URL"] = os.environ["REDIS_URL"] = embedded.start()
+        print(f"embedded Redis server: {embedded.url} (data in {embedded.data_dir})", flush=True)
+    worker = subprocess.Popen([sys.executable, "-m", "service.cli", "worker", "--log-level", args.log_level], env=env)
+    try:
+        host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0") else args.host
+        print(f"GraphiQL: http://{host}:{args.port}/graphql", flush=True)
+        uvicorn.run(
+            "service.app:create_app", factory=True, host=args.host, port=args.port,
+            log_level=args.log_level, access_log=False,
+        )
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(15)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+        if embedded is not None:
+            embedded.stop()
+
+
+def _schema(args: argparse.Namespace) -> None:
+    from service.graphql.schema import schema_sdl
+
+    sys.stdout.write(schema_sdl())
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="wizard-arena", description="Wizard Arena: bots play the card game Wizard.")
     commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the API (needs REDIS_URL)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--workers", type=int, default=1, help="API processes (uvicorn workers)")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument("--access-log", action="store_true", help="log every request")
+    serve.set_defaults(run=_serve)
+
+    worker = commands.add_parser("worker", help="run a background worker: deadlines and scheduled jobs (needs REDIS_URL)")
+    worker.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    worker.add_argument("--burst", action="store_true", help="stop when the queues are empty")
+    worker.set_defaults(run=_worker)
+
+    up = commands.add_parser("up", help="API and a worker together; starts an embedded Redis when REDIS_URL is unset")
+    up.add_argument("--host", default="127.0.0.1")
+    up.add_argument("--port", type=int, default=8000)
+    up.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    up.set_defaults(run=_up)
+
+    schema = commands.add_parser("schema", help="print the GraphQL schema (what schema.graphql holds)")
+    schema.set_defaults(run=_schema)
 
     bench = commands.add_parser("bench", help="benchmarks (figures go to BENCHMARKS.md)")
     benches = bench.add_subparsers(dest="bench", required=True)

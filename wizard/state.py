@@ -220,6 +220,11 @@ class MatchState:
     # ----------------------------------------------------------------- applying moves
     def apply(self, seat: int, move: Move) -> None:
         """Make ``move`` for ``seat``; raises and changes nothing if it is not legal now."""
+        self.apply_action(seat, self.action_of(seat, move))
+
+    def action_of(self, seat: int, move: Move) -> int:
+        """The action ``move`` stands for when ``seat`` makes it (a Wizard or Jester is the
+        lowest copy held); raises if ``seat`` does not hold the card."""
         self._check_seat(seat)
         if not isinstance(move, Move):
             raise InvalidMoveError(f"expected a Move, got {type(move).__name__}")
@@ -235,7 +240,7 @@ class MatchState:
         else:
             assert move.trump is not None
             action = ACTION_TRUMP + int(move.trump)
-        self.apply_action(seat, action)
+        return action
 
     def apply_action(self, seat: int, action: int) -> None:
         """Make an action for ``seat``; raises and changes nothing if it is not legal now."""

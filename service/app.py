@@ -1,0 +1,199 @@
+"""The ASGI app: ``create_app(settings)``. Nothing connects at import time; the lifespan
+opens the Redis pool and closes it."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Any
+
+from cross_web import HTTPException
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from strawberry.asgi import GraphQL
+from strawberry.exceptions import ConnectionRejectionError
+from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
+
+from service import rest
+from service.errors import ServiceError
+from service.graphql.context import RequestContext
+from service.graphql.schema import build_schema
+from service.metrics import Metrics
+from service.services import Services
+from service.settings import Settings
+
+log = logging.getLogger("wizard_arena.app")
+
+
+class ArenaGraphQL(GraphQL):  # type: ignore[type-arg]
+    """strawberry's ASGI view with our context, WebSocket auth and JSON-coded HTTP errors."""
+
+    def __init__(self, services_of: Any, settings: Settings) -> None:
+        super().__init__(
+            build_schema(settings),
+            allow_queries_via_get=False,
+            subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL,),
+            connection_init_wait_timeout=timedelta(seconds=settings.ws_init_timeout_seconds),
+            max_subscriptions_per_connection=settings.ws_max_operations,
+            keep_alive=True,
+            keep_alive_interval=15,
+        )
+        self._services_of = services_of
+
+    async def get_context(self, request: Any, response: Any) -> RequestContext:  # type: ignore[override]
+        services: Services = self._services_of(request)
+        if request.scope["type"] == "websocket":
+            return RequestContext(services, None, request, response)
+        return RequestContext.for_http(services, request, response)
+
+    async def on_ws_connect(self, context: RequestContext) -> Any:  # type: ignore[override]
+        try:
+            await context.optional_caller()
+        except ServiceError as error:
+            raise ConnectionRejectionError({"message": error.message, **error.graphql_extensions()}) from None
+        return await super().on_ws_connect(context)
+
+    async def run(self, request: Any, context: Any = None, root_value: Any = None) -> Any:  # type: ignore[override]
+        from strawberry.types.unset import UNSET
+
+        try:
+            return await super().run(request, UNSET if context is None else context, UNSET if root_value is None else root_value)
+        except ServiceError as error:  # raised while building the context (a bad Authorization header)
+            return JSONResponse(
+                {"errors": [{"message": error.message, "extensions": error.graphql_extensions()}]}, error.http_status
+            )
+        except HTTPException as error:
+            code = "BAD_INPUT" if error.status_code < 500 else "INTERNAL_ERROR"
+            message = error.reason
+            if error.status_code == 405:
+                message = "send GraphQL as POST /graphql with a JSON body {\"query\": ..., \"variables\": ...}"
+            return JSONResponse({"errors": [{"message": message, "extensions": {"code": code}}]}, error.status_code)
+
+
+class BodyLimit:
+    """Refuses request bodies over the limit (by Content-Length, or while streaming)."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                try:
+                    too_big = int(value) > self.max_bytes
+                except ValueError:
+                    too_big = True
+                if too_big:
+                    return await self._refuse(scope, receive, send)
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise _BodyTooLarge
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _BodyTooLarge:
+            await self._refuse(scope, receive, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        message = f"the request body is over {self.max_bytes} bytes: send less"
+        error = {"code": "LIMIT_EXCEEDED", "message": message}
+        body = {"error": error} if scope["path"].startswith("/api/") else {"errors": [{"message": message, "extensions": error}]}
+        await JSONResponse(body, 413)(scope, receive, send)
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+class RequestMetrics:
+    """Counts requests by route and status and times them."""
+
+    def __init__(self, app: ASGIApp, metrics_of: Any) -> None:
+        self.app = app
+        self.metrics_of = metrics_of
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        started = time.perf_counter()
+        status = 500
+
+        async def observed(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, observed)
+        finally:
+            metrics: Metrics | None = self.metrics_of(scope)
+            if metrics is not None:
+                route = _route_label(scope["path"])
+                metrics.requests.labels(route, str(status)).inc()
+                metrics.latency.labels(route).observe(time.perf_counter() - started)
+
+
+def _route_label(path: str) -> str:
+    if path.startswith("/api/matches/"):
+        return "/api/matches/{id}/record" if path.endswith("/record") else (
+            "/api/matches/{id}/moves" if path.endswith("/moves") else "/api/matches/{id}"
+        )
+    return path if path in ("/graphql", "/healthz", "/metrics", "/api/turns") else "other"
+
+
+def create_app(settings: Settings | None = None) -> Starlette:
+    settings = settings or Settings()
+    metrics = Metrics()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        services = Services.open(settings, metrics)
+        app.state.services = services
+        try:
+            yield
+        finally:
+            await services.close()
+
+    def services_of(request: Request) -> Services:
+        return request.app.state.services  # type: ignore[no-any-return]
+
+    async def healthz(request: Request) -> Response:
+        try:
+            await services_of(request).redis.ping()
+        except Exception as error:  # noqa: BLE001 - any failure means "not healthy"
+            return JSONResponse({"status": "unavailable", "redis": str(error) or type(error).__name__}, 503)
+        return JSONResponse({"status": "ok"})
+
+    async def metrics_endpoint(request: Request) -> Response:
+        return PlainTextResponse(metrics.render(), media_type=Metrics.content_type)
+
+    graphql = ArenaGraphQL(services_of, settings)
+    routes = [
+        Route("/graphql", graphql, methods=["GET", "POST"]),
+        WebSocketRoute("/graphql", graphql),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/metrics", metrics_endpoint, methods=["GET"]),
+        *rest.routes(services_of),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestMetrics, metrics_of=lambda scope: metrics)
+    app.state.settings = settings
+    return app

@@ -1,0 +1,44 @@
+"""Per-request context: the services and the caller, authenticated on first use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.bots import bearer_token
+from service.errors import Unauthenticated
+from service.matches import Caller
+from service.services import Services
+
+_UNSET: Any = object()
+
+
+class RequestContext:
+    def __init__(self, services: Services, token: str | None, request: Any = None, response: Any = None) -> None:
+        self.services = services
+        self.request = request
+        self.response = response
+        self.token = token
+        self.connection_params: dict[str, Any] | None = None
+        self._caller: Caller | None = _UNSET
+
+    @classmethod
+    def for_http(cls, services: Services, request: Any, response: Any) -> RequestContext:
+        return cls(services, bearer_token(request.headers.get("authorization")), request, response)
+
+    async def optional_caller(self) -> Caller | None:
+        """The authenticated bot, or None for a request without a token."""
+        if self._caller is _UNSET:
+            token = self.token
+            if token is None and self.connection_params is not None:
+                given = self.connection_params.get("token")
+                if given is not None and not isinstance(given, str):
+                    raise Unauthenticated("connection_init's token must be a string")
+                token = given
+            self._caller = await self.services.bots.authenticate(token)
+        return self._caller
+
+    async def caller(self) -> Caller:
+        caller = await self.optional_caller()
+        if caller is None:
+            raise Unauthenticated("this needs a bot's token: send `Authorization: Bearer <token>` (registerBot gives one)")
+        return caller

@@ -1,0 +1,60 @@
+"""Every GraphQL error gets API.md's ``extensions.code``, here and nowhere else.
+
+Domain and engine errors map through :func:`service.errors.service_error`; errors GraphQL
+itself raises (syntax, unknown fields, wrong types) are BAD_INPUT, the limiters' are
+LIMIT_EXCEEDED; anything else is a bug, logged and answered as INTERNAL_ERROR with no detail.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+from graphql import GraphQLError
+from strawberry.extensions import SchemaExtension
+
+from service.errors import service_error
+
+log = logging.getLogger("wizard_arena.graphql")
+
+
+def _is_limit(message: str) -> bool:
+    return (
+        "exceeds maximum operation depth" in message
+        or "aliases found. Allowed" in message
+        or ("Document contains more than" in message and "tokens" in message)
+    )
+
+
+def coded_error(error: GraphQLError) -> GraphQLError:
+    original = error.original_error
+    if original is None or isinstance(original, GraphQLError):
+        code = "LIMIT_EXCEEDED" if _is_limit(error.message) else "BAD_INPUT"
+        if original is not None and original.extensions and "code" in original.extensions:
+            code = original.extensions["code"]
+        return GraphQLError(error.message, error.nodes, error.source, error.positions, error.path,
+                            extensions={**(error.extensions or {}), "code": code})
+    mapped = service_error(original)
+    if mapped is None:
+        log.error("unexpected error in %s", error.path, exc_info=original)
+        return GraphQLError("internal error: the server failed on this request; it has been logged",
+                            error.nodes, error.source, error.positions, error.path,
+                            extensions={"code": "INTERNAL_ERROR"})
+    return GraphQLError(mapped.message, error.nodes, error.source, error.positions, error.path,
+                        extensions=mapped.graphql_extensions())
+
+
+class ErrorCodes(SchemaExtension):
+    """Rewrites the result's errors into coded ones (and counts them)."""
+
+    def on_operation(self) -> Iterator[None]:
+        yield
+        result = self.execution_context.result
+        errors = getattr(result, "errors", None)
+        if errors:
+            coded = [coded_error(e) for e in errors]
+            result.errors = coded  # type: ignore[union-attr]
+            metrics = getattr(self.execution_context.context, "services", None)
+            if metrics is not None:
+                for e in coded:
+                    metrics.metrics.error(e.extensions["code"])  # type: ignore[index]

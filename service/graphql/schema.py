@@ -1,0 +1,157 @@
+"""The GraphQL schema: each resolver is one call of the domain services."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+
+import strawberry
+from graphql import GraphQLError
+from strawberry.extensions import (
+    MaxAliasesLimiter,
+    MaxTokensLimiter,
+    ParserCache,
+    QueryDepthLimiter,
+    ValidationCache,
+)
+from strawberry.schema.config import StrawberryConfig
+from strawberry.types import ExecutionContext, Info
+
+from service.errors import NotFound
+from service.graphql.context import RequestContext
+from service.graphql.errors import ErrorCodes
+from service.graphql.types import (
+    Bot,
+    BotRegistration,
+    CreateMatchInput,
+    HouseBotKind,
+    Match,
+    MoveInput,
+    match_type,
+)
+from service.live_match import LiveMatch
+from service.matches import Caller, NewMatch
+from service.settings import Settings
+
+Ctx = Info[RequestContext, None]
+
+
+def _for(live: LiveMatch, caller: Caller | None) -> Match:
+    return match_type(live, live.seat_of(caller.bot_id) if caller else None)
+
+
+@strawberry.type
+class Query:
+    @strawberry.field(description="The authenticated bot (null without a token).")
+    async def me(self, info: Ctx) -> Bot | None:
+        caller = await info.context.optional_caller()
+        return None if caller is None else Bot(id=strawberry.ID(caller.bot_id), name=caller.name)
+
+    @strawberry.field
+    async def bot(self, info: Ctx, id: strawberry.ID) -> Bot | None:
+        found = await info.context.services.bots.bots.get(str(id)) if len(str(id)) <= 64 else None
+        return None if found is None else Bot(id=strawberry.ID(found["id"]), name=found["name"])
+
+    @strawberry.field(description="The caller's view of a match: a seated bot sees its own seat's cards.")
+    async def match(self, info: Ctx, id: strawberry.ID) -> Match | None:
+        caller = await info.context.optional_caller()
+        try:
+            live = await info.context.services.matches.get(str(id))
+        except NotFound:
+            return None
+        return _for(live, caller)
+
+    @strawberry.field(
+        description="Answers as soon as the caller has a move to make (in matchId, or in any of its "
+        "matches), or null after timeoutMs (bounded by the server)."
+    )
+    async def await_turn(self, info: Ctx, match_id: strawberry.ID | None = None, timeout_ms: int | None = None) -> Match | None:
+        caller = await info.context.caller()
+        live = await info.context.services.matches.await_turn(
+            caller, None if match_id is None else str(match_id), timeout_ms
+        )
+        return None if live is None else _for(live, caller)
+
+
+@strawberry.type
+class Mutation:
+    @strawberry.mutation(description="Registers a bot; the token is shown once and only its hash is kept.")
+    async def register_bot(self, info: Ctx, name: str, secret: str | None = None) -> BotRegistration:
+        token, bot = await info.context.services.bots.register(name, secret)
+        return BotRegistration(token=token, bot=Bot(id=strawberry.ID(bot["id"]), name=bot["name"]))
+
+    @strawberry.mutation(description="Creates a match; the creator is not seated by creating.")
+    async def create_match(self, info: Ctx, input: CreateMatchInput) -> Match:
+        caller = await info.context.caller()
+        spec = NewMatch(
+            ruleset=input.ruleset.value,
+            players=input.players,
+            variants=tuple(v.value for v in input.variants),
+            move_timeout_ms=input.move_timeout_ms,
+            rated=input.rated,
+            seed=input.seed,
+            first_dealer=input.first_dealer,
+            deals=input.deals,
+        )
+        return _for(await info.context.services.matches.create(caller, spec), caller)
+
+    @strawberry.mutation(description="Seats the caller (the given seat, or the lowest free one).")
+    async def join_match(self, info: Ctx, match_id: strawberry.ID, seat: int | None = None) -> Match:
+        caller = await info.context.caller()
+        return _for(await info.context.services.matches.join(caller, str(match_id), seat), caller)
+
+    @strawberry.mutation(description="Seats a built-in bot in the lowest free seat.")
+    async def add_house_bot(self, info: Ctx, match_id: strawberry.ID, kind: HouseBotKind) -> Match:  # type: ignore[valid-type]
+        caller = await info.context.caller()
+        live = await info.context.services.matches.add_house_bot(caller, str(match_id), kind.value)
+        return _for(live, caller)
+
+    @strawberry.mutation(description="Makes the caller's move; the answer is its view just after the move.")
+    async def submit_move(
+        self, info: Ctx, match_id: strawberry.ID, move: MoveInput, expected_version: int | None = None
+    ) -> Match:
+        caller = await info.context.caller()
+        live = await info.context.services.matches.submit_move(caller, str(match_id), move.to_dict(), expected_version)
+        return _for(live, caller)
+
+
+@strawberry.type
+class Subscription:
+    @strawberry.subscription(description="The subscriber's view now and after every change; ends with the match.")
+    async def match_updates(self, info: Ctx, match_id: strawberry.ID) -> AsyncGenerator[Match, None]:
+        caller = await info.context.optional_caller()
+        async for live in info.context.services.matches.updates(str(match_id)):
+            yield _for(live, caller)
+
+    @strawberry.subscription(description="The bot's view of any match where it now has to move.")
+    async def my_turns(self, info: Ctx) -> AsyncGenerator[Match, None]:
+        caller = await info.context.caller()
+        async for live in info.context.services.matches.my_turns(caller):
+            yield _for(live, caller)
+
+
+class ArenaSchema(strawberry.Schema):
+    def process_errors(self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None) -> None:
+        # Client errors are answers, not incidents; ErrorCodes logs the unexpected ones.
+        return None
+
+
+def build_schema(settings: Settings) -> strawberry.Schema:
+    return ArenaSchema(
+        query=Query,
+        mutation=Mutation,
+        subscription=Subscription,
+        config=StrawberryConfig(disable_field_suggestions=True),
+        extensions=[
+            MaxTokensLimiter(max_token_count=settings.max_tokens),
+            ParserCache(maxsize=512),
+            QueryDepthLimiter(max_depth=settings.max_query_depth),
+            MaxAliasesLimiter(max_alias_count=settings.max_aliases),
+            ValidationCache(maxsize=512),
+            ErrorCodes(),
+        ],
+    )
+
+
+def schema_sdl() -> str:
+    """The schema as SDL: what ``schema.graphql`` holds."""
+    return build_schema(Settings()).as_str() + "\n"

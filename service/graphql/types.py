@@ -1,0 +1,237 @@
+"""GraphQL types. A ``Match`` is built from the engine's view for the caller's seat (or a
+spectator's), so the API can show nothing the engine would not."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import Enum
+
+import strawberry
+from strawberry.types import Info
+
+from service.graphql.context import RequestContext
+from service.live_match import LiveMatch
+from service.live_match import MatchStatus as DomainMatchStatus
+from wizard import HOUSE_BOTS, MatchView
+from wizard import Phase as EnginePhase
+from wizard import Ruleset as EngineRuleset
+from wizard import Suit as EngineSuit
+from wizard import Variant as EngineVariant
+
+Ruleset = strawberry.enum(EngineRuleset, name="Ruleset", description="The rule texts a match follows (RULES.md).")
+Variant = strawberry.enum(EngineVariant, name="Variant", description="Optional rules (RULES.md).")
+Suit = strawberry.enum(EngineSuit, name="Suit", description="Card codes use the suit's first letter.")
+Phase = strawberry.enum(EnginePhase, name="Phase")
+MatchStatus = strawberry.enum(DomainMatchStatus, name="MatchStatus")
+HouseBotKind = strawberry.enum(
+    Enum("HouseBotKind", {kind: kind for kind in HOUSE_BOTS}),  # type: ignore[misc]
+    name="HouseBotKind",
+    description="Built-in bots the server plays itself.",
+)
+
+
+@strawberry.type(description="A bot's rating under one ruleset (filled by rated matches).")
+class Rating:
+    ruleset: Ruleset  # type: ignore[valid-type]
+    rating: float
+    games: int
+
+
+@strawberry.type(description="A registered bot, or a house bot sitting in a match.")
+class Bot:
+    id: strawberry.ID
+    name: str
+
+    @strawberry.field(description="Ratings per ruleset; empty until the bot has played a rated match.")
+    async def ratings(self, info: Info[RequestContext, None]) -> list[Rating]:
+        rows = await info.context.services.ratings_of(str(self.id))
+        return [Rating(ruleset=EngineRuleset(r["ruleset"]), rating=r["rating"], games=r["games"]) for r in rows]
+
+
+@strawberry.type(description="registerBot's answer: the token is shown only this once.")
+class BotRegistration:
+    token: str
+    bot: Bot
+
+
+@strawberry.type(description="A move: exactly one field is set.")
+class Move:
+    bid: int | None = None
+    card: str | None = None
+    trump: Suit | None = None  # type: ignore[valid-type]
+
+
+@strawberry.type
+class Play:
+    seat: int
+    card: str
+
+
+@strawberry.type
+class Trick:
+    leader: int
+    plays: list[Play]
+    winner: int
+
+
+@strawberry.type
+class SeatResult:
+    seat: int
+    bid: int
+    tricks: int
+    points: int
+
+
+@strawberry.type
+class RoundResult:
+    round: int
+    seats: list[SeatResult]
+
+
+@strawberry.type
+class Seat:
+    seat: int
+    bot: Bot | None = strawberry.field(description="Who sits here; null while the seat is free.")
+    house_bot: HouseBotKind | None = strawberry.field(description="The house bot's kind, for a house seat.")  # type: ignore[valid-type]
+    score: int
+    bid: int | None = strawberry.field(description="Null until made, and while hidden from the caller.")
+    tricks: int
+    timeouts: int = strawberry.field(description="How many of this seat's moves the server made for it.")
+    hand: list[str] | None = strawberry.field(description="The seat's cards as far as the caller may see them.")
+
+
+@strawberry.type(description="One match as the caller may see it.")
+class Match:
+    id: strawberry.ID
+    ruleset: Ruleset  # type: ignore[valid-type]
+    variants: list[Variant]  # type: ignore[valid-type]
+    players: int
+    status: MatchStatus  # type: ignore[valid-type]
+    version: int = strawberry.field(description="Grows by one with every change of the match.")
+    round: int
+    rounds: int
+    hand_size: int
+    dealer: int
+    phase: Phase  # type: ignore[valid-type]
+    trump_card: str | None
+    trump_suit: Suit | None  # type: ignore[valid-type]
+    lead_suit: Suit | None  # type: ignore[valid-type]
+    to_act: int | None = strawberry.field(description="The seat to move; null while bids are simultaneous.")
+    awaiting: list[int] = strawberry.field(description="Every seat that has a move to make now.")
+    deadline: datetime | None = strawberry.field(description="When the seat(s) to act time out (UTC).")
+    move_timeout_ms: int
+    rated: bool
+    stacked: bool = strawberry.field(description="Whether the deals were stacked by the creator.")
+    created_by: strawberry.ID
+    created_at: datetime
+    my_seat: int | None
+    hand: list[str] | None
+    legal_moves: list[Move]
+    seats: list[Seat]
+    current_trick: list[Play]
+    completed_tricks: list[Trick]
+    last_trick: Trick | None
+    round_results: list[RoundResult]
+    winners: list[int] | None
+    moves_made: int
+    seed_hash: str = strawberry.field(description="SHA-256 (hex) of the seed, published at the start.")
+    seed: str | None = strawberry.field(description="The seed, once the match has finished.")
+
+
+def _datetime(ms: int | None) -> datetime | None:
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+def _trick(trick) -> Trick:  # type: ignore[no-untyped-def]
+    return Trick(leader=trick.leader, plays=[Play(seat=p.seat, card=p.card) for p in trick.plays], winner=trick.winner)
+
+
+def match_type(live: LiveMatch, viewer_seat: int | None) -> Match:
+    """The ``Match`` for a caller sitting in ``viewer_seat`` (None: not seated)."""
+    view: MatchView = live.view(viewer_seat)
+    settings = live.settings
+    seats = []
+    for s in view.seats:
+        holder = live.seats[s.seat]
+        seats.append(
+            Seat(
+                seat=s.seat,
+                bot=None if holder is None else Bot(id=strawberry.ID(holder.id), name=holder.name),
+                house_bot=None if holder is None or holder.house is None else HouseBotKind[holder.house],
+                score=s.score,
+                bid=s.bid,
+                tricks=s.tricks,
+                timeouts=live.timeouts[s.seat],
+                hand=None if s.hand is None else list(s.hand),
+            )
+        )
+    return Match(
+        id=strawberry.ID(live.id),
+        ruleset=view.ruleset,
+        variants=list(view.variants),
+        players=view.players,
+        status=live.status,
+        version=live.version,
+        round=view.round,
+        rounds=view.rounds,
+        hand_size=view.hand_size,
+        dealer=view.dealer,
+        phase=view.phase,
+        trump_card=view.trump_card,
+        trump_suit=view.trump_suit,
+        lead_suit=view.lead_suit,
+        to_act=view.to_act if live.status is DomainMatchStatus.ACTIVE else None,
+        awaiting=list(live.awaiting()),
+        deadline=_datetime(live.deadline_ms),
+        move_timeout_ms=settings.move_timeout_ms,
+        rated=settings.rated,
+        stacked=settings.stacked,
+        created_by=strawberry.ID(settings.created_by),
+        created_at=_datetime(settings.created_at_ms),  # type: ignore[arg-type]
+        my_seat=viewer_seat,
+        hand=None if view.hand is None else list(view.hand),
+        legal_moves=[Move(bid=m.bid, card=m.card, trump=m.trump) for m in view.legal_moves],
+        seats=seats,
+        current_trick=[Play(seat=p.seat, card=p.card) for p in view.current_trick],
+        completed_tricks=[_trick(t) for t in view.completed_tricks],
+        last_trick=None if view.last_trick is None else _trick(view.last_trick),
+        round_results=[
+            RoundResult(
+                round=r.round,
+                seats=[SeatResult(seat=x.seat, bid=x.bid, tricks=x.tricks, points=x.points) for x in r.seats],
+            )
+            for r in view.round_results
+        ],
+        winners=None if view.winners is None else list(view.winners),
+        moves_made=view.moves_made,
+        seed_hash=view.seed_hash,
+        seed=view.seed,
+    )
+
+
+@strawberry.input(description="A move: set exactly one field.")
+class MoveInput:
+    bid: int | None = None
+    card: str | None = None
+    trump: Suit | None = None  # type: ignore[valid-type]
+
+    def to_dict(self) -> dict[str, object]:
+        given = {k: v for k, v in (("bid", self.bid), ("card", self.card), ("trump", self.trump)) if v is not None}
+        if "trump" in given:
+            given["trump"] = given["trump"].name  # type: ignore[union-attr]
+        return given
+
+
+@strawberry.input
+class CreateMatchInput:
+    ruleset: Ruleset = EngineRuleset.WIZARD  # type: ignore[valid-type]
+    players: int = 4
+    variants: list[Variant] = strawberry.field(default_factory=list)  # type: ignore[valid-type]
+    move_timeout_ms: int | None = strawberry.field(default=None, description="Default: the server's (10000).")
+    rated: bool = False
+    seed: str | None = strawberry.field(default=None, description="Same seed, same deals.")
+    first_dealer: int | None = None
+    deals: list[list[str]] | None = strawberry.field(
+        default=None, description="Stacked deck per round, in dealing order (RULES.md); never rated."
+    )
+

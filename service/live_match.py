@@ -1,0 +1,234 @@
+"""A live match as the service keeps it: the engine's state plus who sits where, the seats'
+timeout marks, the status and the deadline. Pure: no I/O.
+
+Every change is an *event* (a small JSON-able dict). The writer builds an event, applies it
+with :meth:`LiveMatch.apply_event` and commits the new snapshot and the event together; a
+follower (a subscription, another API process) applies the same events in the same order
+with the same function and so holds the same match at every version. The event stream is
+therefore also the match's replay log.
+
+Events:
+- ``{"t": "join", "seat": s, "bot": {"id", "name", "house"}, "dl": ms|None}``
+- ``{"t": "move", "seat": s, "a": action, "by": "bot"|"house"|"timeout", "dl": ms|None}``
+- ``{"t": "abort", "why": text}``
+
+``dl`` is the deadline after the event (milliseconds since the epoch), fixed by the writer,
+so every follower shows the same one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from wizard import MatchConfig, MatchState, MatchView, Phase, Ruleset, Variant
+from wizard.moves import move_of_action
+
+
+class MatchStatus(str, Enum):
+    WAITING = "WAITING"
+    ACTIVE = "ACTIVE"
+    FINISHED = "FINISHED"
+    ABORTED = "ABORTED"
+
+
+@dataclass(frozen=True, slots=True)
+class SeatHolder:
+    """Who sits in a seat: a registered bot, or a house bot (``house`` is its kind)."""
+
+    id: str
+    name: str
+    house: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "house": self.house}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SeatHolder:
+        return cls(data["id"], data["name"], data.get("house"))
+
+
+@dataclass(slots=True)
+class MatchSettings:
+    """What is fixed when a match is created."""
+
+    config: MatchConfig
+    move_timeout_ms: int
+    rated: bool
+    stacked: bool
+    created_by: str
+    created_at_ms: int
+
+    def to_json(self) -> str:
+        c = self.config
+        return json.dumps(
+            {
+                "ruleset": c.ruleset.value,
+                "players": c.players,
+                "variants": sorted(v.value for v in c.variants),
+                "firstDealer": c.first_dealer,
+                "moveTimeoutMs": self.move_timeout_ms,
+                "rated": self.rated,
+                "stacked": self.stacked,
+                "createdBy": self.created_by,
+                "createdAt": self.created_at_ms,
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str | bytes, config: MatchConfig) -> MatchSettings:
+        data = json.loads(text)
+        return cls(config, data["moveTimeoutMs"], data["rated"], data["stacked"], data["createdBy"], data["createdAt"])
+
+
+@dataclass(slots=True)
+class LiveMatch:
+    id: str
+    settings: MatchSettings
+    state: MatchState
+    version: int = 1
+    status: MatchStatus = MatchStatus.WAITING
+    seats: list[SeatHolder | None] = field(default_factory=list)
+    timeouts: list[int] = field(default_factory=list)
+    deadline_ms: int | None = None
+
+    @classmethod
+    def new(cls, match_id: str, settings: MatchSettings, state: MatchState) -> LiveMatch:
+        n = settings.config.players
+        return cls(match_id, settings, state, seats=[None] * n, timeouts=[0] * n)
+
+    # ------------------------------------------------------------------ reading
+    @property
+    def ruleset(self) -> Ruleset:
+        return self.settings.config.ruleset
+
+    @property
+    def variants(self) -> tuple[Variant, ...]:
+        return tuple(sorted(self.settings.config.variants, key=lambda v: v.value))
+
+    def seat_of(self, bot_id: str | None) -> int | None:
+        if bot_id is None:
+            return None
+        for seat, holder in enumerate(self.seats):
+            if holder is not None and holder.house is None and holder.id == bot_id:
+                return seat
+        return None
+
+    def free_seats(self) -> list[int]:
+        return [s for s, holder in enumerate(self.seats) if holder is None]
+
+    def awaiting(self) -> tuple[int, ...]:
+        """Seats that have a move to make now (none unless the match is under way)."""
+        return self.state.awaiting() if self.status is MatchStatus.ACTIVE else ()
+
+    def bot_ids(self) -> set[str]:
+        return {h.id for h in self.seats if h is not None and h.house is None}
+
+    def view(self, seat: int | None) -> MatchView:
+        """The engine's view for ``seat`` (None: a spectator). Before the start and after an
+        abort nobody sees a card: every caller gets the spectator's view."""
+        if self.status in (MatchStatus.WAITING, MatchStatus.ABORTED):
+            return self.state.view(None)
+        return self.state.view(seat)
+
+    # ------------------------------------------------------------------ events
+    def join(self, seat: int, holder: SeatHolder, now_ms: int) -> dict[str, Any]:
+        """Seat ``holder``; the match starts (and its first deadline runs) with the last seat."""
+        event: dict[str, Any] = {"t": "join", "seat": seat, "bot": holder.to_dict(), "dl": None}
+        self.apply_event(event)
+        self._restart_deadline(event, (), now_ms)
+        return event
+
+    def play(self, seat: int, action: int, by: str, now_ms: int) -> dict[str, Any]:
+        """``seat`` plays ``action`` (raises the engine's typed error if it may not).
+
+        The deadline restarts whenever a seat that was not awaited before must now act;
+        while simultaneous bids are being collected it stays where it was."""
+        before = self.awaiting()
+        event: dict[str, Any] = {"t": "move", "seat": seat, "a": action, "by": by, "dl": self.deadline_ms}
+        self.apply_event(event)
+        self._restart_deadline(event, before, now_ms)
+        return event
+
+    def abort(self, why: str) -> dict[str, Any]:
+        event: dict[str, Any] = {"t": "abort", "why": why, "dl": None}
+        self.apply_event(event)
+        return event
+
+    def _restart_deadline(self, event: dict[str, Any], before: tuple[int, ...], now_ms: int) -> None:
+        after = self.awaiting()
+        if not after:
+            deadline = None
+        elif set(after) <= set(before) and self.deadline_ms is not None:
+            deadline = self.deadline_ms
+        else:
+            deadline = now_ms + self.settings.move_timeout_ms
+        event["dl"] = self.deadline_ms = deadline
+
+    def apply_event(self, event: dict[str, Any]) -> None:
+        """Apply one event: the single place where a live match changes. Writers go through
+        :meth:`join`, :meth:`play` and :meth:`abort`, which also fix the event's deadline."""
+        kind = event["t"]
+        if kind == "join":
+            self.seats[event["seat"]] = SeatHolder.from_dict(event["bot"])
+            if not self.free_seats():
+                self.status = MatchStatus.ACTIVE
+        elif kind == "move":
+            seat = event["seat"]
+            self.state.apply_action(seat, event["a"])
+            if event["by"] == "timeout":
+                self.timeouts[seat] += 1
+            if self.state.is_finished:
+                self.status = MatchStatus.FINISHED
+        elif kind == "abort":
+            self.status = MatchStatus.ABORTED
+        else:  # pragma: no cover - a newer writer's event; refuse rather than diverge
+            raise ValueError(f"unknown match event {kind!r}")
+        self.deadline_ms = event.get("dl")
+        self.version += 1
+
+    # ------------------------------------------------------------------ storage form
+    def live_json(self) -> str:
+        """The mutable part besides the engine state, as stored next to it."""
+        return json.dumps(
+            {
+                "status": self.status.value,
+                "seats": [None if h is None else h.to_dict() for h in self.seats],
+                "timeouts": self.timeouts,
+                "deadline": self.deadline_ms,
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_stored(
+        cls, match_id: str, version: int, settings_json: bytes, state_bytes: bytes, live_json: bytes
+    ) -> LiveMatch:
+        state = MatchState.from_bytes(state_bytes)
+        settings = MatchSettings.from_json(settings_json, state.config)
+        live = json.loads(live_json)
+        return cls(
+            match_id,
+            settings,
+            state,
+            version=version,
+            status=MatchStatus(live["status"]),
+            seats=[None if h is None else SeatHolder.from_dict(h) for h in live["seats"]],
+            timeouts=list(live["timeouts"]),
+            deadline_ms=live["deadline"],
+        )
+
+
+def describe_event(event: dict[str, Any]) -> str:
+    """One line for logs."""
+    if event["t"] == "move":
+        return f"seat {event['seat']} {move_of_action(event['a'])} ({event['by']})"
+    if event["t"] == "join":
+        return f"seat {event['seat']} taken by {event['bot']['name']}"
+    return event["t"]
+
+
+__all__ = ["LiveMatch", "MatchSettings", "MatchStatus", "Phase", "SeatHolder", "describe_event"]

@@ -1,0 +1,357 @@
+"""The match domain: create, join, move, wait. Every operation of the API on matches is one
+call here; the GraphQL and REST layers only translate. Moves are checked by the engine and
+committed by one compare-and-set on the match's version (``MatchStore.commit``), so two
+racing changes never both apply and a change that loses the race is decided again on the
+new state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from random import Random
+from typing import Any
+
+from wizard import HOUSE_BOTS, MatchConfig, Move, fallback_move, new_match
+
+from service.errors import BadInput, Forbidden, LimitExceeded, MatchNotActive, NotFound, StaleVersion
+from service.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder
+from service.settings import Settings
+from service.store import BotStore, MatchStore, Stored, bot_inbox_key, events_key, now_ms
+
+log = logging.getLogger("wizard_arena.matches")
+
+#: How often a change that lost the compare-and-set is decided again before giving up.
+COMMIT_ATTEMPTS = 50
+#: Longest single blocking read of the event streams (waits loop over it).
+BLOCK_SLICE_MS = 5_000
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """An authenticated bot."""
+
+    bot_id: str
+    name: str
+
+
+@dataclass(slots=True)
+class NewMatch:
+    """createMatch's input, as plain values (the GraphQL and REST layers fill it)."""
+
+    ruleset: str = "WIZARD"
+    players: int = 4
+    variants: tuple[str, ...] = ()
+    move_timeout_ms: int | None = None
+    rated: bool = False
+    seed: str | None = None
+    first_dealer: int | None = None
+    deals: list[list[str]] | None = None
+
+
+class MatchService:
+    def __init__(
+        self,
+        matches: MatchStore,
+        bots: BotStore,
+        settings: Settings,
+        on_change: Callable[[LiveMatch, dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.matches = matches
+        self.bots = bots
+        self.settings = settings
+        self._on_change = on_change
+        self._house_tasks: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    # ------------------------------------------------------------------ reading
+    async def get(self, match_id: str) -> LiveMatch:
+        return (await self._load(match_id)).match
+
+    async def _load(self, match_id: str) -> Stored:
+        if not isinstance(match_id, str) or not 0 < len(match_id) <= 64:
+            raise NotFound(f"no match with id {match_id!r}")
+        stored = await self.matches.load(match_id)
+        if stored is None:
+            raise NotFound(f"no match with id {match_id!r}: check the id (matchId from createMatch)")
+        return stored
+
+    async def record(self, match_id: str) -> dict[str, Any]:
+        """A finished match's full record (config, seed, every move, the result)."""
+        stored = await self._load(match_id)
+        if stored.match.status is not MatchStatus.FINISHED:
+            raise MatchNotActive(
+                f"match {match_id} is {stored.match.status.value}; its record is published once it has finished"
+            )
+        text = await self.matches.record(match_id)
+        record: dict[str, Any] = json.loads(text) if text else stored.match.state.record().to_dict()
+        record["matchId"] = match_id
+        record["seats"] = [None if h is None else {"id": h.id, "name": h.name, "house": h.house} for h in stored.match.seats]
+        record["timeouts"] = stored.match.timeouts
+        return record
+
+    # ------------------------------------------------------------------ creating and seating
+    async def create(self, caller: Caller, spec: NewMatch) -> LiveMatch:
+        s = self.settings
+        timeout = s.default_move_timeout_ms if spec.move_timeout_ms is None else spec.move_timeout_ms
+        if isinstance(timeout, bool) or not isinstance(timeout, int) or not s.min_move_timeout_ms <= timeout <= s.max_move_timeout_ms:
+            raise BadInput(
+                f"moveTimeoutMs must be from {s.min_move_timeout_ms} to {s.max_move_timeout_ms}, not {timeout!r}"
+            )
+        if spec.deals is not None and spec.rated:
+            raise BadInput("a match with stacked deals is never rated: drop `deals` or set rated: false")
+        config = MatchConfig.create(spec.ruleset, spec.players, spec.variants, spec.first_dealer, spec.deals)
+        seed = spec.seed if spec.seed is not None else secrets.token_urlsafe(24)
+        state = new_match(config, seed)
+        settings = MatchSettings(config, timeout, spec.rated, spec.deals is not None, caller.bot_id, now_ms())
+        match = LiveMatch.new(secrets.token_hex(8), settings, state)
+        await self.matches.create(match)
+        log.info("match %s created by %s", match.id, caller.name)
+        return match
+
+    async def join(self, caller: Caller, match_id: str, seat: int | None) -> LiveMatch:
+        if await self.bots.count_open_matches(caller.bot_id) >= self.settings.open_matches_per_bot:
+            raise LimitExceeded(
+                f"you already sit in {self.settings.open_matches_per_bot} unfinished matches: finish some first"
+            )
+        holder = SeatHolder(caller.bot_id, caller.name)
+
+        def decide(match: LiveMatch) -> int:
+            if match.seat_of(caller.bot_id) is not None:
+                raise BadInput(f"you already sit in seat {match.seat_of(caller.bot_id)} of match {match.id}")
+            return self._free_seat(match, seat)
+
+        match = await self._seat(match_id, holder, decide)
+        return match
+
+    async def add_house_bot(self, caller: Caller, match_id: str, kind: str) -> LiveMatch:
+        if kind not in HOUSE_BOTS:
+            raise BadInput(f"kind must be one of {', '.join(HOUSE_BOTS)}, not {kind!r}")
+
+        def decide(match: LiveMatch) -> int:
+            if caller.bot_id != match.settings.created_by and match.seat_of(caller.bot_id) is None:
+                raise Forbidden("only the match's creator or a bot seated in it may add house bots")
+            return self._free_seat(match, None)
+
+        def holder(match: LiveMatch, seat: int) -> SeatHolder:
+            return SeatHolder(f"house-{kind.lower()}", f"House {kind.title()} #{seat}", kind)
+
+        return await self._seat(match_id, holder, decide)
+
+    @staticmethod
+    def _free_seat(match: LiveMatch, seat: int | None) -> int:
+        if match.status is not MatchStatus.WAITING:
+            raise MatchNotActive(f"match {match.id} is {match.status.value}: seats can only be taken while it is WAITING")
+        free = match.free_seats()
+        if seat is None:
+            return free[0]
+        if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < match.settings.config.players:
+            raise BadInput(f"seat must be from 0 to {match.settings.config.players - 1}, not {seat!r}")
+        if seat not in free:
+            raise BadInput(f"seat {seat} is taken; free seats: {free}")
+        return seat
+
+    async def _seat(
+        self,
+        match_id: str,
+        holder: SeatHolder | Callable[[LiveMatch, int], SeatHolder],
+        decide: Callable[[LiveMatch], int],
+    ) -> LiveMatch:
+        for _ in range(COMMIT_ATTEMPTS):
+            match = (await self._load(match_id)).match
+            seat = decide(match)
+            who = holder(match, seat) if callable(holder) else holder
+            event = match.join(seat, who, now_ms())
+            if await self.matches.commit(match, event):
+                await self._committed(match, event)
+                return match
+        raise StaleVersion(f"match {match_id} is changing too fast; try again")
+
+    # ------------------------------------------------------------------ moving
+    async def submit_move(
+        self, caller: Caller, match_id: str, move: Move | dict[str, Any], expected_version: int | None = None
+    ) -> LiveMatch:
+        """Apply the caller's move; the answer is the match just after it."""
+        if expected_version is not None and (isinstance(expected_version, bool) or not isinstance(expected_version, int)):
+            raise BadInput(f"expectedVersion must be a whole number, not {expected_version!r}")
+        if not isinstance(move, Move):
+            move = Move.from_dict(move)
+        for _ in range(COMMIT_ATTEMPTS):
+            match = (await self._load(match_id)).match
+            if expected_version is not None and match.version != expected_version:
+                raise StaleVersion(
+                    f"match {match_id} is at version {match.version}, not {expected_version}: read it again and decide"
+                )
+            seat = match.seat_of(caller.bot_id)
+            if seat is None:
+                raise Forbidden(f"you have no seat in match {match_id}: join it first")
+            if match.status is not MatchStatus.ACTIVE:
+                raise MatchNotActive(self._not_active(match))
+            event = match.play(seat, match.state.action_of(seat, move), "bot", now_ms())
+            if await self.matches.commit(match, event, self._record_if_finished(match)):
+                await self._committed(match, event)
+                return match
+            if expected_version is not None:
+                raise StaleVersion(f"match {match_id} changed while your move was being applied: read it again")
+        raise StaleVersion(f"match {match_id} is changing too fast; try again")
+
+    @staticmethod
+    def _not_active(match: LiveMatch) -> str:
+        if match.status is MatchStatus.WAITING:
+            return f"match {match.id} has not started: it starts when its last seat is taken"
+        return f"match {match.id} is {match.status.value}: no more moves"
+
+    @staticmethod
+    def _record_if_finished(match: LiveMatch) -> str:
+        if match.status is not MatchStatus.FINISHED:
+            return ""
+        return json.dumps(match.state.record().to_dict(), separators=(",", ":"))
+
+    async def _committed(self, match: LiveMatch, event: dict[str, Any]) -> None:
+        """What follows a commit: bookkeeping of open matches, and the house bots' turns."""
+        if self._on_change is not None:
+            self._on_change(match, event)
+        if event["t"] == "join" and match.seats[event["seat"]].house is None:  # type: ignore[union-attr]
+            await self.bots.seated([event["bot"]["id"]], match.id)
+        if match.status in (MatchStatus.FINISHED, MatchStatus.ABORTED):
+            await self.bots.match_over(match.bot_ids(), match.id)
+        elif self._house_to_act(match) and not self._closed:
+            task = asyncio.create_task(self.play_house_turns(match.id))
+            self._house_tasks.add(task)
+            task.add_done_callback(self._house_tasks.discard)
+
+    @staticmethod
+    def _house_to_act(match: LiveMatch) -> list[int]:
+        return [s for s in match.awaiting() if match.seats[s] is not None and match.seats[s].house]  # type: ignore[union-attr]
+
+    async def play_house_turns(self, match_id: str) -> None:
+        """Make every house bot's move that is due, until a registered bot must act."""
+        try:
+            await self._act_for_seats(match_id, overdue_only=False)
+        except Exception:  # a background task: log, the deadline sweeper will catch up
+            log.exception("house bots of match %s", match_id)
+
+    async def apply_overdue(self, match_id: str) -> int:
+        """The deadline sweeper's job for one match: every seat past its deadline gets the
+        fallback move (house seats their own policy). Returns the moves made."""
+        return await self._act_for_seats(match_id, overdue_only=True)
+
+    async def resync_deadline(self, match_id: str) -> None:
+        """Put the deadline index right for one match (after a sweep found nothing due)."""
+        stored = await self.matches.load(match_id)
+        await self.matches.set_deadline(match_id, None if stored is None else stored.match.deadline_ms)
+
+    async def _act_for_seats(self, match_id: str, overdue_only: bool) -> int:
+        made = 0
+        for _ in range(COMMIT_ATTEMPTS * 8):
+            stored = await self.matches.load(match_id)
+            if stored is None:
+                return made
+            match = stored.match
+            now = now_ms()
+            overdue = match.deadline_ms is not None and match.deadline_ms <= now
+            house = self._house_to_act(match)
+            if house:
+                seat, by = house[0], "house"
+            elif overdue_only and overdue and match.awaiting():
+                seat, by = match.awaiting()[0], "timeout"
+            else:
+                return made
+            view = match.state.view(seat)
+            rng = Random(f"{match_id}:{match.version}:{seat}")
+            kind = match.seats[seat].house if by == "house" else None  # type: ignore[union-attr]
+            move = HOUSE_BOTS[kind]().act(view, rng) if kind else fallback_move(view, rng)
+            event = match.play(seat, match.state.action_of(seat, move), by, now)
+            if await self.matches.commit(match, event, self._record_if_finished(match)):
+                made += 1
+                if self._on_change is not None:
+                    self._on_change(match, event)
+                if match.status in (MatchStatus.FINISHED, MatchStatus.ABORTED):
+                    await self.bots.match_over(match.bot_ids(), match.id)
+        return made
+
+    # ------------------------------------------------------------------ waiting
+    async def await_turn(self, caller: Caller, match_id: str | None, timeout_ms: int | None) -> LiveMatch | None:
+        """The first match (``match_id``, or any of the caller's) where the caller must move,
+        as soon as there is one; None after ``timeout_ms``."""
+        limit = self.settings.await_turn_max_ms
+        if timeout_ms is None:
+            timeout_ms = limit
+        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0:
+            raise BadInput(f"timeoutMs must be a whole number of milliseconds >= 0, not {timeout_ms!r}")
+        end = time.monotonic() + min(timeout_ms, limit) / 1000
+        async for match in self._turns(caller, match_id, end):
+            return match
+        return None
+
+    async def my_turns(self, caller: Caller) -> AsyncIterator[LiveMatch]:
+        """Each match where the caller now has to move, once per version; runs until closed."""
+        while True:
+            async for match in self._turns(caller, None, None):
+                yield match
+
+    async def _turns(self, caller: Caller, match_id: str | None, end: float | None) -> AsyncIterator[LiveMatch]:
+        """Matches where the caller must move, each version at most once, until ``end``."""
+        inbox = bot_inbox_key(caller.bot_id)
+        positions: dict[str, bytes] = {}
+        if match_id is None:
+            positions[inbox] = await self.bots.inbox_position(caller.bot_id)
+            ids = await self.bots.open_matches(caller.bot_id)
+        else:
+            stored = await self._load(match_id)
+            if stored.match.seat_of(caller.bot_id) is None:
+                raise Forbidden(f"you have no seat in match {match_id}")
+            ids = [match_id]
+        yielded: dict[str, int] = {}
+        while True:
+            for stored in await self.matches.load_many(ids):
+                if stored is None:
+                    continue
+                match = stored.match
+                positions[events_key(match.id)] = stored.event_id
+                seat = match.seat_of(caller.bot_id)
+                if seat in match.awaiting() and yielded.get(match.id) != match.version:
+                    yielded[match.id] = match.version
+                    yield match
+                if match_id is not None and match.status in (MatchStatus.FINISHED, MatchStatus.ABORTED):
+                    return
+                if match.status in (MatchStatus.FINISHED, MatchStatus.ABORTED):
+                    positions.pop(events_key(match.id), None)
+            remaining = BLOCK_SLICE_MS if end is None else int((end - time.monotonic()) * 1000)
+            if remaining <= 0:
+                return
+            woken = await self.matches.wait_events(positions, min(remaining, BLOCK_SLICE_MS))
+            changed = set()
+            for key, eid, _event in woken:
+                positions[key] = eid
+                if key == inbox:
+                    changed.update(await self.bots.open_matches(caller.bot_id))
+                else:
+                    changed.add(key[3:].split("}", 1)[0])
+            ids = sorted(changed)
+
+    async def updates(self, match_id: str) -> AsyncIterator[LiveMatch]:
+        """The match now, then after every change, until it ends. Followed from the event
+        stream: each event is applied to a private copy, so no version is skipped."""
+        stored = await self._load(match_id)
+        match, position = stored.match, stored.event_id
+        yield match
+        while match.status not in (MatchStatus.FINISHED, MatchStatus.ABORTED):
+            for _key, eid, event in await self.matches.wait_events({events_key(match_id): position}, BLOCK_SLICE_MS):
+                position = eid
+                if event["v"] != match.version + 1:  # cannot happen with one writer order; resync
+                    match = (await self._load(match_id)).match
+                else:
+                    match.apply_event(event)
+                yield match
+
+    async def close(self) -> None:
+        self._closed = True
+        for task in list(self._house_tasks):
+            task.cancel()
+        await asyncio.gather(*self._house_tasks, return_exceptions=True)

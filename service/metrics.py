@@ -1,0 +1,44 @@
+"""Prometheus metrics, one registry per app (no module-level state): requests, moves,
+errors by code, latency histograms. ``GET /metrics`` serves them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 30.0)
+
+
+class Metrics:
+    content_type = CONTENT_TYPE_LATEST
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "wizard_arena_requests", "HTTP requests answered", ["route", "status"], registry=self.registry
+        )
+        self.latency = Histogram(
+            "wizard_arena_request_seconds", "HTTP request latency", ["route"], buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.operations = Histogram(
+            "wizard_arena_graphql_operation_seconds", "GraphQL operation latency", ["operation"],
+            buckets=LATENCY_BUCKETS, registry=self.registry,
+        )
+        self.errors = Counter("wizard_arena_errors", "Errors answered, by API code", ["code"], registry=self.registry)
+        self.moves = Counter("wizard_arena_moves", "Moves committed, by who made them", ["by"], registry=self.registry)
+        self.matches_finished = Counter("wizard_arena_matches_finished", "Matches finished", registry=self.registry)
+
+    def on_change(self, match: Any, event: dict[str, Any]) -> None:
+        if event["t"] == "move":
+            self.moves.labels(event["by"]).inc()
+            if match.state.is_finished:
+                self.matches_finished.inc()
+
+    def error(self, code: str) -> None:
+        self.errors.labels(code).inc()
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,123 @@
+"""The REST mirror for the simplest bots: the same domain calls as GraphQL, the same
+``Match`` built by the same code, rendered as JSON with GraphQL's field names."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from service.bots import bearer_token
+from service.errors import BadInput, ServiceError, service_error
+from service.graphql.types import match_type
+from service.live_match import LiveMatch
+from service.matches import Caller
+from service.services import Services
+
+import logging
+
+log = logging.getLogger("wizard_arena.rest")
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _json(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {_camel(f.name): _json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, list | tuple):
+        return [_json(v) for v in value]
+    if isinstance(value, Enum):
+        return value.name
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+def match_json(live: LiveMatch, caller: Caller | None) -> dict[str, Any]:
+    """The caller's ``Match`` as JSON, field for field what GraphQL would answer."""
+    document = _json(match_type(live, live.seat_of(caller.bot_id) if caller else None))
+    for seat in document["seats"]:  # Bot.ratings is a resolver in GraphQL; REST leaves it out
+        if seat["bot"] is not None:
+            seat["bot"] = {"id": seat["bot"]["id"], "name": seat["bot"]["name"]}
+    return document
+
+
+def error_response(error: ServiceError) -> JSONResponse:
+    headers = {}
+    if error.code == "RATE_LIMITED":
+        headers["Retry-After"] = str(max(1, round(error.extensions["retryAfterSeconds"] + 0.5)))
+    return JSONResponse({"error": error.to_dict()}, error.http_status, headers=headers)
+
+
+def routes(services_of: Callable[[Request], Services]) -> list[Route]:
+    def endpoint(handler: Callable[..., Any]) -> Callable[[Request], Any]:
+        async def run(request: Request) -> Response:
+            services = services_of(request)
+            try:
+                token = bearer_token(request.headers.get("authorization"))
+                caller = await services.bots.authenticate(token)
+                return await handler(request, services, caller)
+            except Exception as error:  # noqa: BLE001 - every error gets its coded answer
+                mapped = service_error(error)
+                if mapped is None:
+                    log.exception("REST %s %s", request.method, request.url.path)
+                    return JSONResponse(
+                        {"error": {"code": "INTERNAL_ERROR", "message": "internal error: logged on the server"}}, 500
+                    )
+                services.metrics.error(mapped.code)
+                return error_response(mapped)
+
+        return run
+
+    def need(caller: Caller | None) -> Caller:
+        if caller is None:
+            from service.errors import Unauthenticated
+
+            raise Unauthenticated("send `Authorization: Bearer <token>` (registerBot gives one)")
+        return caller
+
+    async def get_match(request: Request, services: Services, caller: Caller | None) -> Response:
+        live = await services.matches.get(request.path_params["match_id"])
+        return JSONResponse(match_json(live, caller))
+
+    async def post_move(request: Request, services: Services, caller: Caller | None) -> Response:
+        caller = need(caller)
+        try:
+            body = json.loads(await request.body())
+        except (ValueError, UnicodeDecodeError):
+            raise BadInput('the body must be JSON: {"bid": 2}, {"card": "R7"} or {"trump": "BLUE"}') from None
+        if not isinstance(body, dict):
+            raise BadInput('the body must be a JSON object: {"bid": 2}, {"card": "R7"} or {"trump": "BLUE"}')
+        expected = body.pop("expectedVersion", None)
+        live = await services.matches.submit_move(caller, request.path_params["match_id"], body, expected)
+        return JSONResponse(match_json(live, caller))
+
+    async def get_turns(request: Request, services: Services, caller: Caller | None) -> Response:
+        caller = need(caller)
+        timeout = request.query_params.get("timeoutMs")
+        try:
+            timeout_ms = None if timeout is None else int(timeout)
+        except ValueError:
+            raise BadInput(f"timeoutMs must be a whole number of milliseconds, not {timeout!r}") from None
+        live = await services.matches.await_turn(caller, request.query_params.get("matchId"), timeout_ms)
+        return JSONResponse(None if live is None else match_json(live, caller))
+
+    async def get_record(request: Request, services: Services, caller: Caller | None) -> Response:
+        return JSONResponse(await services.matches.record(request.path_params["match_id"]))
+
+    return [
+        Route("/api/matches/{match_id}", endpoint(get_match), methods=["GET"]),
+        Route("/api/matches/{match_id}/moves", endpoint(post_move), methods=["POST"]),
+        Route("/api/matches/{match_id}/record", endpoint(get_record), methods=["GET"]),
+        Route("/api/turns", endpoint(get_turns), methods=["GET"]),
+    ]

@@ -1,0 +1,45 @@
+"""The service's configuration: one pydantic-settings class, read from the environment.
+
+Every field can be set by an environment variable ``ARENA_<FIELD>`` (for example
+``ARENA_RATE_LIMIT_PER_SECOND=20``); the Redis server is named by plain ``REDIS_URL``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ARENA_", extra="ignore")
+
+    redis_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("REDIS_URL", "ARENA_REDIS_URL"),
+        description="redis:// or unix:// URL of the Redis server; unset: `up` starts an embedded one",
+    )
+    data_dir: Path = Field(
+        default=Path(".wizard-arena"),
+        description="where the embedded Redis server keeps its data (append-only file) and socket",
+    )
+    registration_secret: str | None = Field(
+        default=None,
+        description="when set, registerBot requires this secret (closed registration)",
+    )
+    default_move_timeout_ms: int = Field(default=10_000, ge=1)
+    min_move_timeout_ms: int = Field(default=100, ge=1)
+    max_move_timeout_ms: int = Field(default=600_000, ge=1)
+    await_turn_max_ms: int = Field(default=30_000, ge=0, description="upper bound of awaitTurn's timeoutMs")
+    rate_limit_per_second: float = Field(default=200.0, gt=0, description="sustained requests per token")
+    rate_limit_burst: int = Field(default=400, ge=1, description="requests a token may make at once")
+    max_body_bytes: int = Field(default=65_536, ge=1024, description="largest HTTP request body accepted")
+    max_query_depth: int = Field(default=10, ge=1)
+    max_aliases: int = Field(default=30, ge=1)
+    max_tokens: int = Field(default=4_000, ge=10, description="GraphQL tokens in one document")
+    bot_name_max_length: int = Field(default=40, ge=1)
+    ws_init_timeout_seconds: float = Field(default=5.0, gt=0, description="time to send connection_init")
+    ws_max_operations: int = Field(default=20, ge=1, description="subscriptions at once per WebSocket")
+    open_matches_per_bot: int = Field(default=200, ge=1, description="unfinished matches a bot may create or sit in")
+    finished_match_ttl_days: int = Field(default=0, ge=0, description="0: finished matches are kept forever")

@@ -1,0 +1,289 @@
+"""Everything the service keeps in Redis, and the only code that knows the key names.
+
+Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
+- ``{m:<id>}:match``   hash: version, settings (JSON), state (engine bytes), live (JSON),
+  eid (id of the match's latest event), record (JSON, once finished)
+- ``{m:<id>}:events``  stream: one entry per change, ``v`` (version) and ``e`` (event JSON);
+  the match's event log and replay source, and what wakes waiters in every API process
+- ``deadlines``        sorted set: match id by deadline (ms), swept by the workers
+- ``{b:<id>}:bot``     hash: name, created; ``botname:<casefolded name>`` -> bot id
+- ``token:<sha256>``   the bot a token hash belongs to (tokens themselves are never stored)
+- ``{b:<id>}:matches`` set: matches the bot sits in that have not ended
+- ``{b:<id>}:inbox``   stream: a wake-up when the bot is seated in a new match
+- ``rate:<sha256>``    a token's request bucket
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from redis.asyncio import Redis
+
+from service.live_match import LiveMatch, MatchSettings, SeatHolder
+
+DEADLINES = "deadlines"
+
+# Commit one event: compare the version, append the event, store the new snapshot and move
+# the deadline, all at once. Returns {1, version} on success, {0, current} when the match
+# moved on, {-1, 0} when there is no such match.
+COMMIT_EVENT = """
+local current = redis.call('HGET', KEYS[1], 'version')
+if not current then return {-1, 0} end
+current = tonumber(current)
+if current ~= tonumber(ARGV[1]) then return {0, current} end
+local version = current + 1
+local eid = redis.call('XADD', KEYS[2], '*', 'v', version, 'e', ARGV[5])
+redis.call('HSET', KEYS[1], 'version', version, 'state', ARGV[3], 'live', ARGV[4], 'eid', eid)
+if ARGV[6] == '' then
+  redis.call('ZREM', KEYS[3], ARGV[2])
+else
+  redis.call('ZADD', KEYS[3], ARGV[6], ARGV[2])
+end
+if ARGV[7] ~= '' then
+  redis.call('HSET', KEYS[1], 'record', ARGV[7])
+end
+return {1, version}
+"""
+
+# A token bucket per token: ARGV rate (requests per ms), burst. Returns 0 (go ahead) or
+# the milliseconds to wait. Redis's own clock, so every API process shares one limit.
+TAKE_TOKEN = """
+local now_parts = redis.call('TIME')
+local now = tonumber(now_parts[1]) * 1000 + math.floor(tonumber(now_parts[2]) / 1000)
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local bucket = redis.call('HMGET', KEYS[1], 't', 'n')
+local last = tonumber(bucket[1]) or now
+local tokens = tonumber(bucket[2]) or burst
+tokens = math.min(burst, tokens + math.max(0, now - last) * rate)
+if tokens < 1 then
+  return math.ceil((1 - tokens) / rate)
+end
+redis.call('HSET', KEYS[1], 't', now, 'n', tostring(tokens - 1))
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate) + 1000)
+return 0
+"""
+
+
+def match_key(match_id: str) -> str:
+    return f"{{m:{match_id}}}:match"
+
+
+def events_key(match_id: str) -> str:
+    return f"{{m:{match_id}}}:events"
+
+
+def bot_key(bot_id: str) -> str:
+    return f"{{b:{bot_id}}}:bot"
+
+
+def bot_matches_key(bot_id: str) -> str:
+    return f"{{b:{bot_id}}}:matches"
+
+
+def bot_inbox_key(bot_id: str) -> str:
+    return f"{{b:{bot_id}}}:inbox"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Stored:
+    """A match as read: the live match and the id of its latest event."""
+
+    __slots__ = ("match", "event_id")
+
+    def __init__(self, match: LiveMatch, event_id: bytes) -> None:
+        self.match = match
+        self.event_id = event_id
+
+
+class MatchStore:
+    """Matches in Redis: create, read, commit an event atomically, follow the events."""
+
+    FIELDS = ("version", "settings", "state", "live", "eid")
+
+    def __init__(self, redis: Redis) -> None:
+        self.redis = redis
+        self._commit = redis.register_script(COMMIT_EVENT)
+
+    async def create(self, match: LiveMatch) -> None:
+        # The first event takes the smallest stream id, so the snapshot can name it up front
+        # and both are written in one transaction.
+        first_id = b"0-1"
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.xadd(events_key(match.id), {"v": match.version, "e": json.dumps({"t": "create"})}, id=first_id)
+            pipe.hset(
+                match_key(match.id),
+                mapping={
+                    "version": match.version,
+                    "settings": match.settings.to_json(),
+                    "state": match.state.to_bytes(),
+                    "live": match.live_json(),
+                    "eid": first_id,
+                },
+            )
+            await pipe.execute()
+
+    async def load(self, match_id: str) -> Stored | None:
+        values = await self.redis.hmget(match_key(match_id), self.FIELDS)
+        return self._stored(match_id, values)
+
+    async def load_many(self, match_ids: Sequence[str]) -> list[Stored | None]:
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for match_id in match_ids:
+                pipe.hmget(match_key(match_id), self.FIELDS)
+            rows = await pipe.execute()
+        return [self._stored(m, values) for m, values in zip(match_ids, rows, strict=True)]
+
+    @staticmethod
+    def _stored(match_id: str, values: list[Any]) -> Stored | None:
+        version, settings, state, live, eid = values
+        if version is None:
+            return None
+        return Stored(LiveMatch.from_stored(match_id, int(version), settings, state, live), eid)
+
+    async def commit(self, match: LiveMatch, event: dict[str, Any], record: str = "") -> bool:
+        """Store ``match`` (already changed by ``event``) if nobody changed it meanwhile.
+
+        False means another change won the race: the caller reloads and decides again."""
+        deadline = "" if match.deadline_ms is None else str(match.deadline_ms)
+        status, _ = await self._commit(
+            keys=[match_key(match.id), events_key(match.id), DEADLINES],
+            args=[
+                match.version - 1,
+                match.id,
+                match.state.to_bytes(),
+                match.live_json(),
+                json.dumps(event, separators=(",", ":")),
+                deadline,
+                record,
+            ],
+        )
+        return bool(status == 1)
+
+    async def record(self, match_id: str) -> bytes | None:
+        return await self.redis.hget(match_key(match_id), "record")
+
+    async def events(self, match_id: str, after: bytes = b"0-0", count: int | None = None) -> list[tuple[bytes, dict[str, Any]]]:
+        """The match's events after stream id ``after``, oldest first."""
+        rows = await self.redis.xrange(events_key(match_id), min=b"(" + after, count=count)
+        return [(eid, _decode_event(fields)) for eid, fields in rows]
+
+    async def wait_events(self, positions: dict[str, bytes], block_ms: int) -> list[tuple[str, bytes, dict[str, Any]]]:
+        """Block up to ``block_ms`` until any of the given streams (key -> last seen id)
+        grows; the new entries as (stream key, id, event)."""
+        if block_ms <= 0:
+            return []
+        answer = await self.redis.xread(positions, block=block_ms)  # type: ignore[arg-type]
+        out = []
+        for stream, rows in answer or ():
+            key = stream.decode() if isinstance(stream, bytes) else stream
+            for eid, fields in rows:
+                out.append((key, eid, _decode_event(fields)))
+        return out
+
+    async def set_deadline(self, match_id: str, deadline_ms: int | None) -> None:
+        if deadline_ms is None:
+            await self.redis.zrem(DEADLINES, match_id)
+        else:
+            await self.redis.zadd(DEADLINES, {match_id: deadline_ms})
+
+    async def due_deadlines(self, now: int, limit: int = 100) -> list[str]:
+        rows = await self.redis.zrangebyscore(DEADLINES, "-inf", now, start=0, num=limit)
+        return [r.decode() for r in rows]
+
+    async def next_deadline(self) -> int | None:
+        rows = await self.redis.zrange(DEADLINES, 0, 0, withscores=True)
+        return int(rows[0][1]) if rows else None
+
+
+def _decode_event(fields: dict[bytes, bytes]) -> dict[str, Any]:
+    event = json.loads(fields[b"e"])
+    event["v"] = int(fields[b"v"])
+    return event
+
+
+class BotStore:
+    """Registered bots, their token hashes, their open matches and the request buckets."""
+
+    def __init__(self, redis: Redis) -> None:
+        self.redis = redis
+        self._take_token = redis.register_script(TAKE_TOKEN)
+
+    async def register(self, bot_id: str, name: str, token_hash: str) -> bool:
+        """False when the name (case-insensitive) is taken."""
+        if not await self.redis.set(f"botname:{name.casefold()}", bot_id, nx=True):
+            return False
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hset(bot_key(bot_id), mapping={"name": name, "created": now_ms()})
+            pipe.set(f"token:{token_hash}", json.dumps({"id": bot_id, "name": name, "hash": token_hash}))
+            await pipe.execute()
+        return True
+
+    async def by_token(self, token_hash: str, rate_per_ms: float, burst: int) -> tuple[dict[str, str] | None, int]:
+        """The bot holding this token hash (or None) and the ms to wait before its next request."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.get(f"token:{token_hash}")
+            await self._take_token(keys=[f"rate:{token_hash}"], args=[rate_per_ms, burst], client=pipe)
+            found, wait_ms = await pipe.execute()
+        return (json.loads(found) if found else None), int(wait_ms)
+
+    async def get(self, bot_id: str) -> dict[str, str] | None:
+        values = await self.redis.hmget(bot_key(bot_id), ("name", "created"))
+        if values[0] is None:
+            return None
+        return {"id": bot_id, "name": values[0].decode(), "created": values[1].decode()}
+
+    async def get_many(self, bot_ids: Iterable[str]) -> dict[str, dict[str, str]]:
+        ids = list(bot_ids)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for bot_id in ids:
+                pipe.hget(bot_key(bot_id), "name")
+            names = await pipe.execute()
+        return {b: {"id": b, "name": n.decode()} for b, n in zip(ids, names, strict=True) if n is not None}
+
+    async def open_matches(self, bot_id: str) -> list[str]:
+        return sorted(m.decode() for m in await self.redis.smembers(bot_matches_key(bot_id)))
+
+    async def count_open_matches(self, bot_id: str) -> int:
+        return int(await self.redis.scard(bot_matches_key(bot_id)))
+
+    async def seated(self, bot_ids: Iterable[str], match_id: str) -> None:
+        """Note the match among each bot's open matches and wake the bot's waiters."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for bot_id in bot_ids:
+                pipe.sadd(bot_matches_key(bot_id), match_id)
+                pipe.xadd(bot_inbox_key(bot_id), {"m": match_id}, maxlen=64, approximate=True)
+            await pipe.execute()
+
+    async def match_over(self, bot_ids: Iterable[str], match_id: str) -> None:
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for bot_id in bot_ids:
+                pipe.srem(bot_matches_key(bot_id), match_id)
+            await pipe.execute()
+
+    async def inbox_position(self, bot_id: str) -> bytes:
+        rows = await self.redis.xrevrange(bot_inbox_key(bot_id), count=1)
+        return rows[0][0] if rows else b"0-0"
+
+
+__all__ = ["BotStore", "MatchStore", "Stored", "MatchSettings", "SeatHolder", "bot_inbox_key", "events_key", "now_ms"]
+
+
+def ratings_key(bot_id: str) -> str:
+    return f"{{b:{bot_id}}}:ratings"
+
+
+async def read_ratings(redis: Redis, bot_id: str) -> list[dict[str, Any]]:
+    """A bot's current rating per ruleset, as the rating jobs store them."""
+    rows = await redis.hgetall(ratings_key(bot_id))
+    out = []
+    for ruleset, value in sorted(rows.items()):
+        data = json.loads(value)
+        out.append({"ruleset": ruleset.decode(), "rating": data["rating"], "games": data["games"]})
+    return out

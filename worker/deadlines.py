@@ -1,0 +1,58 @@
+"""The deadline sweeper: when a seat misses its deadline, the server makes its move (the
+RANDOM policy; a house seat its own bot) through the same compare-and-set as a bot's move,
+so a late bot move and the timeout can never both apply.
+
+Deadlines sit in one Redis sorted set, written atomically with each match change. RQ's
+scheduler ticks once a second, far too coarse for move deadlines, so each worker process
+runs this loop as well: it sleeps until the earliest deadline (at most ``POLL_SECONDS``,
+so a deadline added meanwhile is not missed by more than that) and settles every due match.
+Any number of sweepers may run; the compare-and-set makes their work idempotent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from service.services import Services
+from service.store import now_ms
+
+log = logging.getLogger("wizard_arena.deadlines")
+
+POLL_SECONDS = 0.01
+BATCH = 200
+
+
+async def sweep_once(services: Services) -> int:
+    """Settle every match whose deadline has passed; the moves made."""
+    store = services.matches.matches
+    due = await store.due_deadlines(now_ms(), BATCH)
+    if not due:
+        return 0
+    made = await asyncio.gather(*(services.matches.apply_overdue(match_id) for match_id in due), return_exceptions=True)
+    total = 0
+    for match_id, result in zip(due, made, strict=True):
+        if isinstance(result, BaseException):
+            log.error("deadline of match %s", match_id, exc_info=result)
+        else:
+            total += result
+            if result == 0:
+                await services.matches.resync_deadline(match_id)
+    return total
+
+
+async def sweep_forever(services: Services, stop: asyncio.Event) -> None:
+    store = services.matches.matches
+    while not stop.is_set():
+        try:
+            await sweep_once(services)
+            upcoming = await store.next_deadline()
+        except Exception:  # Redis away for a moment: keep the clock running
+            log.exception("deadline sweep failed; retrying")
+            upcoming = None
+            await asyncio.sleep(0.5)
+        wait = POLL_SECONDS if upcoming is None else min(POLL_SECONDS, max(0.0, (upcoming - now_ms()) / 1000))
+        try:
+            await asyncio.wait_for(stop.wait(), timeout=wait)
+        except TimeoutError:
+            pass
