@@ -1,0 +1,152 @@
+"""Clients for the service tests: child `wizard-arena` processes and a GraphQL-over-HTTP
+client with the API's common operations."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Process:
+    """A `wizard-arena` child process; stopped (and its output shown on failure) at teardown."""
+
+    def __init__(self, args: list[str], env: dict[str, str], log: Path) -> None:
+        self.log = log
+        self._log_file = log.open("wb")
+        self.popen = subprocess.Popen(
+            [sys.executable, "-m", "service.cli", *args], env=env, stdout=self._log_file, stderr=subprocess.STDOUT,
+            cwd=REPO,
+        )
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self, sig_kill: bool = False) -> None:
+        if self.popen.poll() is None:
+            if sig_kill:
+                self.popen.kill()
+            else:
+                self.popen.terminate()
+            try:
+                self.popen.wait(15)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+        self._log_file.close()
+
+
+class Api:
+    """One `wizard-arena serve` process and an HTTP client for it."""
+
+    def __init__(self, process: Process, port: int) -> None:
+        self.process = process
+        self.port = port
+        self.base = f"http://127.0.0.1:{port}"
+        self.http = httpx.Client(base_url=self.base, timeout=30)
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/graphql"
+
+    def wait_healthy(self, timeout: float = 30) -> None:
+        end = time.monotonic() + timeout
+        while True:
+            if self.process.popen.poll() is not None:
+                raise RuntimeError("the API process exited:\n" + self.process.output())
+            try:
+                if self.http.get("/healthz").status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > end:
+                raise RuntimeError("the API did not become healthy:\n" + self.process.output())
+            time.sleep(0.05)  # waiting for a child process to bind its port
+
+    # --------------------------------------------------------------- GraphQL helpers
+    def gql(self, query: str, variables: dict[str, Any] | None = None, token: str | None = None) -> dict[str, Any]:
+        """The whole GraphQL response (``data`` and ``errors``)."""
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        response = self.http.post("/graphql", json={"query": query, "variables": variables or {}}, headers=headers)
+        assert response.headers["content-type"].startswith("application/json"), response.text
+        return response.json()  # type: ignore[no-any-return]
+
+    def data(self, query: str, variables: dict[str, Any] | None = None, token: str | None = None) -> dict[str, Any]:
+        """``data`` of a response that must have no errors."""
+        body = self.gql(query, variables, token)
+        assert not body.get("errors"), body
+        return body["data"]  # type: ignore[no-any-return]
+
+    def error_code(self, query: str, variables: dict[str, Any] | None = None, token: str | None = None) -> str:
+        body = self.gql(query, variables, token)
+        assert body.get("errors"), body
+        return body["errors"][0]["extensions"]["code"]  # type: ignore[no-any-return]
+
+    def register(self, name: str | None = None) -> tuple[str, str]:
+        """A new bot: (token, bot id)."""
+        name = name or f"bot-{os.urandom(4).hex()}"
+        bot = self.data("mutation($n: String!) { registerBot(name: $n) { token bot { id } } }", {"n": name})
+        return bot["registerBot"]["token"], bot["registerBot"]["bot"]["id"]
+
+    def create_match(self, token: str, **spec: Any) -> str:
+        spec.setdefault("players", 4)
+        data = self.data("mutation($i: CreateMatchInput!) { createMatch(input: $i) { id } }", {"i": spec}, token)
+        return data["createMatch"]["id"]  # type: ignore[no-any-return]
+
+    def join(self, token: str, match_id: str, seat: int | None = None) -> dict[str, Any]:
+        return self.data(
+            "mutation($m: ID!, $s: Int) { joinMatch(matchId: $m, seat: $s) { " + MATCH_FIELDS + " } }",
+            {"m": match_id, "s": seat}, token,
+        )["joinMatch"]
+
+    def add_house_bot(self, token: str, match_id: str, kind: str = "RANDOM") -> dict[str, Any]:
+        return self.data(
+            "mutation($m: ID!, $k: HouseBotKind!) { addHouseBot(matchId: $m, kind: $k) { id version status } }",
+            {"m": match_id, "k": kind}, token,
+        )["addHouseBot"]
+
+    def match(self, match_id: str, token: str | None = None) -> dict[str, Any]:
+        return self.data("query($m: ID!) { match(id: $m) { " + MATCH_FIELDS + " } }", {"m": match_id}, token)["match"]
+
+    def submit(self, token: str, match_id: str, move: dict[str, Any], expected_version: int | None = None) -> dict[str, Any]:
+        """The whole response of submitMove."""
+        return self.gql(
+            "mutation($m: ID!, $mv: MoveInput!, $v: Int) { submitMove(matchId: $m, move: $mv, expectedVersion: $v) { "
+            + MATCH_FIELDS + " } }",
+            {"m": match_id, "mv": move, "v": expected_version}, token,
+        )
+
+    def close(self) -> None:
+        self.http.close()
+
+
+MATCH_FIELDS = """
+id ruleset variants players status version round rounds handSize dealer phase trumpCard trumpSuit leadSuit
+toAct awaiting deadline moveTimeoutMs rated stacked createdBy createdAt mySeat hand
+legalMoves { bid card trump }
+seats { seat bot { id name } houseBot score bid tricks timeouts hand }
+currentTrick { seat card }
+completedTricks { leader plays { seat card } winner }
+lastTrick { leader plays { seat card } winner }
+roundResults { round seats { seat bid tricks points } }
+winners movesMade seedHash seed
+"""
+
+
+def first_legal(match: dict[str, Any]) -> dict[str, Any]:
+    """The first legal move of a Match's legalMoves, as a MoveInput."""
+    return {k: v for k, v in match["legalMoves"][0].items() if v is not None}

