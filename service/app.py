@@ -4,12 +4,14 @@ opens the Redis pool and closes it."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import time
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
+import orjson
 from cross_web import HTTPException
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -19,9 +21,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
+from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import BaseGraphQLTransportWSHandler
 
 from service import rest
-from service.errors import ServiceError
+from service.errors import BodyTooLarge, ServiceError
 from service.graphql.context import RequestContext
 from service.graphql.schema import build_schema
 from service.metrics import Metrics
@@ -31,8 +34,34 @@ from service.settings import Settings
 log = logging.getLogger("wizard_arena.app")
 
 
+HOW_TO_POST = 'send GraphQL as POST /graphql with a JSON body {"query": ..., "variables": ...}'
+
+
+class ArenaTransportWS(BaseGraphQLTransportWSHandler):  # type: ignore[type-arg]
+    """graphql-transport-ws, with the cap on operations per connection answered like every
+    other error (strawberry's own answer has no ``extensions.code``)."""
+
+    async def handle_subscribe(self, message: Any) -> None:
+        cap = self.max_subscriptions_per_connection
+        if (
+            self.connection_acknowledged
+            and message["id"] not in self.operations
+            and cap is not None
+            and len(self.operations) >= cap
+        ):
+            error = {
+                "message": f"this connection already runs {cap} operations: complete one, or open another connection",
+                "extensions": {"code": "LIMIT_EXCEEDED"},
+            }
+            await self.send_message({"id": message["id"], "type": "error", "payload": [error]})
+            return
+        await super().handle_subscribe(message)
+
+
 class ArenaGraphQL(GraphQL):  # type: ignore[type-arg]
     """strawberry's ASGI view with our context, WebSocket auth and JSON-coded HTTP errors."""
+
+    graphql_transport_ws_handler_class = ArenaTransportWS
 
     def __init__(self, services_of: Any, settings: Settings) -> None:
         super().__init__(
@@ -45,6 +74,18 @@ class ArenaGraphQL(GraphQL):  # type: ignore[type-arg]
             keep_alive_interval=15,
         )
         self._services_of = services_of
+
+    def parse_json(self, data: str | bytes) -> Any:
+        parsed = super().parse_json(data)
+        if not isinstance(parsed, dict | list):  # strawberry would fail on it with a 500
+            raise HTTPException(400, "the body is not a JSON object")
+        return parsed
+
+    def encode_json(self, data: object) -> bytes:
+        return orjson.dumps(data)
+
+    def decode_json(self, data: str | bytes) -> object:
+        return orjson.loads(data)
 
     async def get_context(self, request: Any, response: Any) -> RequestContext:  # type: ignore[override]
         services: Services = self._services_of(request)
@@ -72,7 +113,11 @@ class ArenaGraphQL(GraphQL):  # type: ignore[type-arg]
             code = "BAD_INPUT" if error.status_code < 500 else "INTERNAL_ERROR"
             message = error.reason
             if error.status_code == 405:
-                message = "send GraphQL as POST /graphql with a JSON body {\"query\": ..., \"variables\": ...}"
+                message = HOW_TO_POST
+            elif message.startswith("subscriptions are not allowed"):
+                message = "subscriptions run over a WebSocket at /graphql (protocol graphql-transport-ws), not plain HTTP"
+            elif error.status_code == 400:
+                message = f"{message.rstrip('.')}: {HOW_TO_POST}"
             return JSONResponse({"errors": [{"message": message, "extensions": {"code": code}}]}, error.status_code)
 
 
@@ -102,23 +147,21 @@ class BodyLimit:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.max_bytes:
-                    raise _BodyTooLarge
+                    raise BodyTooLarge(self.max_bytes)
             return message
 
         try:
             await self.app(scope, limited, send)
-        except _BodyTooLarge:
+        except BodyTooLarge:
             await self._refuse(scope, receive, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        message = f"the request body is over {self.max_bytes} bytes: send less"
-        error = {"code": "LIMIT_EXCEEDED", "message": message}
-        body = {"error": error} if scope["path"].startswith("/api/") else {"errors": [{"message": message, "extensions": error}]}
-        await JSONResponse(body, 413)(scope, receive, send)
-
-
-class _BodyTooLarge(Exception):
-    pass
+        error = BodyTooLarge(self.max_bytes)
+        body = (
+            {"error": error.to_dict()} if scope["path"].startswith("/api/")
+            else {"errors": [{"message": error.message, "extensions": error.graphql_extensions()}]}
+        )
+        await JSONResponse(body, error.http_status)(scope, receive, send)
 
 
 class RequestMetrics:
@@ -166,6 +209,10 @@ def create_app(settings: Settings | None = None) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         services = Services.open(settings, metrics)
         app.state.services = services
+        # Everything imported so far lives as long as the process: keep it out of the
+        # collector's way, so that collections during requests stay short.
+        gc.collect()
+        gc.freeze()
         try:
             yield
         finally:

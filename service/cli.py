@@ -30,6 +30,16 @@ def _bench_bots(args: argparse.Namespace) -> None:
     _print(bench_bots(args.matches, args.players, args.ruleset, args.seed), args.json)
 
 
+def _bench_service(args: argparse.Namespace) -> None:
+    from bench.service import bench_service
+
+    result = bench_service(args.clients, args.seconds, args.seed, args.url)
+    if args.json:
+        print(json.dumps(result, separators=(",", ":")))
+    else:
+        print(json.dumps(result, indent=2))
+
+
 def _configure_logging(level: str) -> None:
     import logging
 
@@ -152,6 +162,14 @@ def build_parser() -> argparse.ArgumentParser:
     bots.add_argument("--seed", type=int, default=1)
     bots.add_argument("--json", action="store_true", help="print one JSON line")
     bots.set_defaults(run=_bench_bots)
+
+    service = benches.add_parser("service", help="whole matches through GraphQL over HTTP against one serve process")
+    service.add_argument("--clients", type=int, default=16)
+    service.add_argument("--seconds", type=float, default=10.0, help="per measurement")
+    service.add_argument("--seed", type=int, default=1)
+    service.add_argument("--url", help="a running server (default: start Redis and one serve process)")
+    service.add_argument("--json", action="store_true", help="print one JSON line")
+    service.set_defaults(run=_bench_service)
     return parser
 
 

@@ -95,6 +95,14 @@ class LimitExceeded(ServiceError):
     http_status = 413
 
 
+class BodyTooLarge(LimitExceeded):
+    """A request body over the limit, found while it streams in. A ServiceError, so that a
+    handler reading the body (the REST mirror) answers it like any other, with 413."""
+
+    def __init__(self, max_bytes: int) -> None:
+        super().__init__(f"the request body is over {max_bytes} bytes: send less")
+
+
 def service_error(error: Exception) -> ServiceError | None:
     """The API error for ``error``, or None when it is not the client's doing (a bug: masked)."""
     if isinstance(error, ServiceError):

@@ -100,6 +100,12 @@ class LiveMatch:
         n = settings.config.players
         return cls(match_id, settings, state, seats=[None] * n, timeouts=[0] * n)
 
+    def copy(self) -> LiveMatch:
+        return LiveMatch(
+            self.id, self.settings, self.state.copy(), self.version, self.status,
+            list(self.seats), list(self.timeouts), self.deadline_ms,
+        )
+
     # ------------------------------------------------------------------ reading
     @property
     def ruleset(self) -> Ruleset:

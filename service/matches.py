@@ -12,14 +12,15 @@ import json
 import logging
 import secrets
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from random import Random
 from typing import Any
 
-from wizard import HOUSE_BOTS, MatchConfig, Move, fallback_move, new_match
+from wizard import HOUSE_BOTS, MatchConfig, Move, WizardError, fallback_move, new_match
 
-from service.errors import BadInput, Forbidden, LimitExceeded, MatchNotActive, NotFound, StaleVersion
+from service.errors import BadInput, Forbidden, LimitExceeded, MatchNotActive, NotFound, ServiceError, StaleVersion
 from service.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder
 from service.settings import Settings
 from service.store import BotStore, MatchStore, Stored, bot_inbox_key, events_key, now_ms
@@ -54,6 +55,33 @@ class NewMatch:
     deals: list[list[str]] | None = None
 
 
+class RecentSnapshots:
+    """The last snapshot this process committed for each of its busiest matches: a bounded
+    guess, never the truth (every commit is checked against Redis), so nothing is lost when
+    the process goes and another process serves the match."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._by_id: OrderedDict[str, LiveMatch] = OrderedDict()
+
+    def get(self, match_id: str) -> LiveMatch | None:
+        return self._by_id.get(match_id)
+
+    def put(self, match: LiveMatch) -> None:
+        if self.size <= 0:
+            return
+        if match.status is not MatchStatus.ACTIVE:
+            self._by_id.pop(match.id, None)
+            return
+        self._by_id[match.id] = match
+        self._by_id.move_to_end(match.id)
+        while len(self._by_id) > self.size:
+            self._by_id.popitem(last=False)
+
+    def pop(self, match_id: str) -> None:
+        self._by_id.pop(match_id, None)
+
+
 class MatchService:
     def __init__(
         self,
@@ -67,6 +95,7 @@ class MatchService:
         self.settings = settings
         self._on_change = on_change
         self._house_tasks: set[asyncio.Task[None]] = set()
+        self._recent = RecentSnapshots(settings.snapshot_cache_size)
         self._closed = False
 
     # ------------------------------------------------------------------ reading
@@ -176,29 +205,49 @@ class MatchService:
     async def submit_move(
         self, caller: Caller, match_id: str, move: Move | dict[str, Any], expected_version: int | None = None
     ) -> LiveMatch:
-        """Apply the caller's move; the answer is the match just after it."""
+        """Apply the caller's move; the answer is the match just after it.
+
+        The first attempt may start from the snapshot this process committed last for the
+        match (a guess that saves a read): the compare-and-set refuses it if anything changed
+        since, and any refusal it leads to is decided again on what Redis holds."""
         if expected_version is not None and (isinstance(expected_version, bool) or not isinstance(expected_version, int)):
             raise BadInput(f"expectedVersion must be a whole number, not {expected_version!r}")
         if not isinstance(move, Move):
             move = Move.from_dict(move)
+        guess = self._recent.get(match_id)
         for _ in range(COMMIT_ATTEMPTS):
-            match = (await self._load(match_id)).match
-            if expected_version is not None and match.version != expected_version:
-                raise StaleVersion(
-                    f"match {match_id} is at version {match.version}, not {expected_version}: read it again and decide"
-                )
-            seat = match.seat_of(caller.bot_id)
-            if seat is None:
-                raise Forbidden(f"you have no seat in match {match_id}: join it first")
-            if match.status is not MatchStatus.ACTIVE:
-                raise MatchNotActive(self._not_active(match))
-            event = match.play(seat, match.state.action_of(seat, move), "bot", now_ms())
+            if guess is not None and expected_version in (None, guess.version):
+                match, guessed = guess.copy(), True
+            else:
+                match, guessed = (await self._load(match_id)).match, False
+            guess = None
+            try:
+                event = self._play(caller, match, move, expected_version)
+            except (ServiceError, WizardError):
+                if guessed:
+                    continue
+                raise
             if await self.matches.commit(match, event, self._record_if_finished(match)):
+                self._recent.put(match)
                 await self._committed(match, event)
                 return match
+            self._recent.pop(match_id)
             if expected_version is not None:
                 raise StaleVersion(f"match {match_id} changed while your move was being applied: read it again")
         raise StaleVersion(f"match {match_id} is changing too fast; try again")
+
+    def _play(self, caller: Caller, match: LiveMatch, move: Move, expected_version: int | None) -> dict[str, Any]:
+        """Check the caller may make ``move`` now and make it on ``match``; the event."""
+        if expected_version is not None and match.version != expected_version:
+            raise StaleVersion(
+                f"match {match.id} is at version {match.version}, not {expected_version}: read it again and decide"
+            )
+        seat = match.seat_of(caller.bot_id)
+        if seat is None:
+            raise Forbidden(f"you have no seat in match {match.id}: join it first")
+        if match.status is not MatchStatus.ACTIVE:
+            raise MatchNotActive(self._not_active(match))
+        return match.play(seat, match.state.action_of(seat, move), "bot", now_ms())
 
     @staticmethod
     def _not_active(match: LiveMatch) -> str:

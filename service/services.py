@@ -9,7 +9,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from service.bots import BotService
-from service.matches import MatchService
+from service.matches import BLOCK_SLICE_MS, MatchService
 from service.metrics import Metrics
 from service.settings import Settings
 from service.store import BotStore, MatchStore, read_ratings
@@ -27,7 +27,12 @@ class Services:
     def open(cls, settings: Settings, metrics: Metrics | None = None) -> Services:
         if not settings.redis_url:
             raise RuntimeError("REDIS_URL is not set (wizard-arena up starts an embedded Redis and sets it)")
-        redis = Redis.from_url(settings.redis_url, decode_responses=False, health_check_interval=30)
+        # redis-py's default read timeout (5 s) would cut short the blocking stream reads
+        # (up to BLOCK_SLICE_MS) that awaitTurn and the subscriptions wait in.
+        redis = Redis.from_url(
+            settings.redis_url, decode_responses=False, health_check_interval=30,
+            socket_timeout=BLOCK_SLICE_MS / 1000 + 10,
+        )
         metrics = metrics or Metrics()
         bot_store = BotStore(redis)
         matches = MatchService(MatchStore(redis), bot_store, settings, on_change=metrics.on_change)

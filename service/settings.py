@@ -42,4 +42,6 @@ class Settings(BaseSettings):
     ws_init_timeout_seconds: float = Field(default=5.0, gt=0, description="time to send connection_init")
     ws_max_operations: int = Field(default=20, ge=1, description="subscriptions at once per WebSocket")
     open_matches_per_bot: int = Field(default=200, ge=1, description="unfinished matches a bot may create or sit in")
-    finished_match_ttl_days: int = Field(default=0, ge=0, description="0: finished matches are kept forever")
+    snapshot_cache_size: int = Field(
+        default=4096, ge=0, description="matches whose last snapshot a process keeps as a guess (0: off)"
+    )

@@ -7,10 +7,10 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
   the match's event log and replay source, and what wakes waiters in every API process
 - ``deadlines``        sorted set: match id by deadline (ms), swept by the workers
 - ``{b:<id>}:bot``     hash: name, created; ``botname:<casefolded name>`` -> bot id
-- ``token:<sha256>``   the bot a token hash belongs to (tokens themselves are never stored)
+- ``{t:<sha256>}:bot`` the bot a token hash belongs to (tokens themselves are never stored)
 - ``{b:<id>}:matches`` set: matches the bot sits in that have not ended
 - ``{b:<id>}:inbox``   stream: a wake-up when the bot is seated in a new match
-- ``rate:<sha256>``    a token's request bucket
+- ``{t:<sha256>}:rate`` a token's request bucket
 """
 
 from __future__ import annotations
@@ -48,23 +48,26 @@ end
 return {1, version}
 """
 
-# A token bucket per token: ARGV rate (requests per ms), burst. Returns 0 (go ahead) or
-# the milliseconds to wait. Redis's own clock, so every API process shares one limit.
-TAKE_TOKEN = """
+# Authenticate a request: the bot a token hash belongs to, and one request taken from the
+# token's bucket (ARGV rate in requests per ms, burst). Returns {bot JSON or '', ms to wait}.
+# Redis's own clock, so every API process shares one limit; one round trip per request.
+AUTHENTICATE = """
+local bot = redis.call('GET', KEYS[1])
+if not bot then return {'', 0} end
 local now_parts = redis.call('TIME')
 local now = tonumber(now_parts[1]) * 1000 + math.floor(tonumber(now_parts[2]) / 1000)
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
-local bucket = redis.call('HMGET', KEYS[1], 't', 'n')
+local bucket = redis.call('HMGET', KEYS[2], 't', 'n')
 local last = tonumber(bucket[1]) or now
 local tokens = tonumber(bucket[2]) or burst
 tokens = math.min(burst, tokens + math.max(0, now - last) * rate)
 if tokens < 1 then
-  return math.ceil((1 - tokens) / rate)
+  return {bot, math.ceil((1 - tokens) / rate)}
 end
-redis.call('HSET', KEYS[1], 't', now, 'n', tostring(tokens - 1))
-redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate) + 1000)
-return 0
+redis.call('HSET', KEYS[2], 't', now, 'n', tostring(tokens - 1))
+redis.call('PEXPIRE', KEYS[2], math.ceil(burst / rate) + 1000)
+return {bot, 0}
 """
 
 
@@ -213,7 +216,7 @@ class BotStore:
 
     def __init__(self, redis: Redis) -> None:
         self.redis = redis
-        self._take_token = redis.register_script(TAKE_TOKEN)
+        self._authenticate = redis.register_script(AUTHENTICATE)
 
     async def register(self, bot_id: str, name: str, token_hash: str) -> bool:
         """False when the name (case-insensitive) is taken."""
@@ -221,16 +224,15 @@ class BotStore:
             return False
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.hset(bot_key(bot_id), mapping={"name": name, "created": now_ms()})
-            pipe.set(f"token:{token_hash}", json.dumps({"id": bot_id, "name": name, "hash": token_hash}))
+            pipe.set(f"{{t:{token_hash}}}:bot", json.dumps({"id": bot_id, "name": name, "hash": token_hash}))
             await pipe.execute()
         return True
 
     async def by_token(self, token_hash: str, rate_per_ms: float, burst: int) -> tuple[dict[str, str] | None, int]:
         """The bot holding this token hash (or None) and the ms to wait before its next request."""
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.get(f"token:{token_hash}")
-            await self._take_token(keys=[f"rate:{token_hash}"], args=[rate_per_ms, burst], client=pipe)
-            found, wait_ms = await pipe.execute()
+        found, wait_ms = await self._authenticate(
+            keys=[f"{{t:{token_hash}}}:bot", f"{{t:{token_hash}}}:rate"], args=[rate_per_ms, burst]
+        )
         return (json.loads(found) if found else None), int(wait_ms)
 
     async def get(self, bot_id: str) -> dict[str, str] | None:

@@ -22,6 +22,7 @@ True
 from __future__ import annotations
 
 import struct
+from functools import lru_cache
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -84,20 +85,67 @@ def _text(out: bytearray, value: str) -> None:
     out += struct.pack("<H", len(raw)) + raw
 
 
-def state_to_bytes(state: MatchState) -> bytes:
-    cfg = state.config
-    n = state._n
-    out = bytearray(_MAGIC)
-    out.append(STATE_FORMAT)
+def _head_bytes(cfg: MatchConfig, seed: str) -> bytes:
+    """The part of a state that never changes (config and seed), encoded once per config:
+    a stacked match's 15 deals would otherwise be re-encoded on every save."""
+    cached = cfg.__dict__.get("_state_head")
+    if cached is not None and cached[0] == seed:
+        return cached[1]  # type: ignore[no-any-return]
+    out = bytearray()
     variant_bits = sum(1 << _VARIANTS.index(v) for v in cfg.variants)
-    out += bytes([_RULESETS.index(cfg.ruleset), n, variant_bits, _opt(cfg.first_dealer)])
-    _text(out, state.seed)
+    out += bytes([_RULESETS.index(cfg.ruleset), cfg.players, variant_bits, _opt(cfg.first_dealer)])
+    _text(out, seed)
     deals = cfg.deals
     out.append(_NONE if deals is None else len(deals))
     for rnd in deals or ():  # card ids, one byte each (codes come back from CODES)
         ids = parse_cards(rnd, cfg.deck)
         out.append(len(ids))
         out += bytes(ids)
+    head = bytes(out)
+    cfg.__dict__["_state_head"] = (seed, head)  # frozen dataclass: a cache, as cached_property does
+    return head
+
+
+@lru_cache(maxsize=4096)
+def _config_of_head(head: bytes) -> tuple[MatchConfig, str]:
+    """The config and seed :func:`_head_bytes` wrote (cached: one config object per match)."""
+    r = _Reader(head)
+    ruleset, n, variant_bits, first = r.take("<4B")
+    seed = r.text()
+    deal_count = r.byte()
+    deals = None
+    if deal_count != _NONE:
+        deals = tuple(tuple(CODES[c] for c in r.bytes_(r.byte())) for _ in range(deal_count))
+    if r.pos != len(head):
+        raise RecordError("serialised state has a malformed header")
+    config = MatchConfig(
+        _RULESETS[ruleset],
+        n,
+        frozenset(v for i, v in enumerate(_VARIANTS) if variant_bits >> i & 1),
+        _unopt(first),
+        deals,
+    )
+    config.__dict__["_state_head"] = (seed, head)
+    return config, seed
+
+
+def _head_end(data: bytes) -> int:
+    """Where the header that starts at byte 4 ends."""
+    pos = 8
+    pos += 2 + struct.unpack_from("<H", data, pos)[0]
+    deal_count = data[pos]
+    pos += 1
+    if deal_count != _NONE:
+        for _ in range(deal_count):
+            pos += 1 + data[pos]
+    return pos
+
+
+def state_to_bytes(state: MatchState) -> bytes:
+    n = state._n
+    out = bytearray(_MAGIC)
+    out.append(STATE_FORMAT)
+    out += _head_bytes(state.config, state.seed)
     out += bytes(
         [
             state._round, state._dealer, state._first_dealer, _PHASES.index(state._phase),
@@ -141,21 +189,13 @@ def _state_from_bytes(data: bytes) -> MatchState:
         raise RecordError("not a serialised match state")
     if data[3] != STATE_FORMAT:
         raise RecordError(f"state format {data[3]} is not supported (this engine reads {STATE_FORMAT})")
+    end = _head_end(data)
+    if end > len(data):
+        raise RecordError("serialised state is truncated")
+    config, seed = _config_of_head(bytes(data[4:end]))
+    n = config.players
     r = _Reader(data)
-    r.pos = 4
-    ruleset, n, variant_bits, first = r.take("<4B")
-    seed = r.text()
-    deal_count = r.byte()
-    deals = None
-    if deal_count != _NONE:
-        deals = tuple(tuple(CODES[c] for c in r.bytes_(r.byte())) for _ in range(deal_count))
-    config = MatchConfig(
-        _RULESETS[ruleset],
-        n,
-        frozenset(v for i, v in enumerate(_VARIANTS) if variant_bits >> i & 1),
-        _unopt(first),
-        deals,
-    )
+    r.pos = end
     s = MatchState.__new__(MatchState)
     s.config = config
     s.seed = seed

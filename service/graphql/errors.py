@@ -28,13 +28,16 @@ def _is_limit(message: str) -> bool:
 
 def coded_error(error: GraphQLError) -> GraphQLError:
     original = error.original_error
-    if original is None or isinstance(original, GraphQLError):
+    if error.path is not None and (original is None or isinstance(original, GraphQLError)):
+        # graphql-core failing on our own result (a value it cannot serialise): a bug
+        original = RuntimeError(error.message)
+    elif original is None or isinstance(original, GraphQLError):
         code = "LIMIT_EXCEEDED" if _is_limit(error.message) else "BAD_INPUT"
         if original is not None and original.extensions and "code" in original.extensions:
             code = original.extensions["code"]
         return GraphQLError(error.message, error.nodes, error.source, error.positions, error.path,
                             extensions={**(error.extensions or {}), "code": code})
-    mapped = service_error(original)
+    mapped = service_error(original)  # type: ignore[arg-type]
     if mapped is None:
         log.error("unexpected error in %s", error.path, exc_info=original)
         return GraphQLError("internal error: the server failed on this request; it has been logged",
@@ -45,11 +48,24 @@ def coded_error(error: GraphQLError) -> GraphQLError:
 
 
 class ErrorCodes(SchemaExtension):
-    """Rewrites the result's errors into coded ones (and counts them)."""
+    """Rewrites the result's errors into coded ones (and counts them). One instance per
+    operation (the schema is given the class): it keeps the operation's state.
+
+    A stream (an operation over the WebSocket, a subscription above all) has its results
+    coded one by one as they are sent; ``on_operation`` codes the single result of the rest."""
 
     def on_operation(self) -> Iterator[None]:
+        self._streamed = False
         yield
-        result = self.execution_context.result
+        if not self._streamed:
+            self._code(self.execution_context.result)
+
+    def on_stream_result(self, result: object) -> Iterator[None]:
+        self._streamed = True
+        self._code(result)
+        yield
+
+    def _code(self, result: object) -> None:
         errors = getattr(result, "errors", None)
         if errors:
             coded = [coded_error(e) for e in errors]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterator
+from typing import Any
 
 import strawberry
 from graphql import GraphQLError
@@ -14,7 +15,8 @@ from strawberry.extensions import (
     ValidationCache,
 )
 from strawberry.schema.config import StrawberryConfig
-from strawberry.types import ExecutionContext, Info
+from strawberry.types import ExecutionContext, ExecutionResult, Info
+from strawberry.types.graphql import OperationType
 
 from service.errors import NotFound
 from service.graphql.context import RequestContext
@@ -129,7 +131,28 @@ class Subscription:
             yield _for(live, caller)
 
 
+class CodedParserCache(ParserCache):
+    """strawberry's ParserCache, except that a document that does not parse is left to
+    strawberry's own parse: its syntax error (or the token limit's) then reaches
+    ``ErrorCodes`` like every other error, where the cache's would bypass it uncoded."""
+
+    def on_parse(self) -> Iterator[None]:
+        context = self.execution_context
+        try:
+            context.graphql_document = self.cached_parse_document(context.query, **context.parse_options)
+        except GraphQLError:
+            pass  # parsed again, and refused, inside strawberry's error handling
+        yield
+
+
 class ArenaSchema(strawberry.Schema):
+    async def execute(self, *args: Any, **kwargs: Any) -> ExecutionResult:  # type: ignore[override]
+        # One execution is a query or a mutation; a subscription is a stream (WebSocket), and
+        # executed once over HTTP it would fail inside. Refused instead, as a client error.
+        allowed = kwargs.get("allowed_operation_types") or (OperationType.QUERY, OperationType.MUTATION)
+        kwargs["allowed_operation_types"] = set(allowed) - {OperationType.SUBSCRIPTION}
+        return await super().execute(*args, **kwargs)
+
     def process_errors(self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None) -> None:
         # Client errors are answers, not incidents; ErrorCodes logs the unexpected ones.
         return None
@@ -143,11 +166,11 @@ def build_schema(settings: Settings) -> strawberry.Schema:
         config=StrawberryConfig(disable_field_suggestions=True),
         extensions=[
             MaxTokensLimiter(max_token_count=settings.max_tokens),
-            ParserCache(maxsize=512),
+            CodedParserCache(maxsize=512),
             QueryDepthLimiter(max_depth=settings.max_query_depth),
             MaxAliasesLimiter(max_alias_count=settings.max_aliases),
             ValidationCache(maxsize=512),
-            ErrorCodes(),
+            ErrorCodes,  # a class: one instance per operation, which it keeps state for
         ],
     )
 

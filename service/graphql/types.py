@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import Enum
+from functools import cached_property
 
 import strawberry
 from strawberry.types import Info
@@ -146,67 +147,85 @@ def _trick(trick) -> Trick:  # type: ignore[no-untyped-def]
     return Trick(leader=trick.leader, plays=[Play(seat=p.seat, card=p.card) for p in trick.plays], winner=trick.winner)
 
 
-def match_type(live: LiveMatch, viewer_seat: int | None) -> Match:
-    """The ``Match`` for a caller sitting in ``viewer_seat`` (None: not seated)."""
-    view: MatchView = live.view(viewer_seat)
-    settings = live.settings
-    seats = []
-    for s in view.seats:
-        holder = live.seats[s.seat]
-        seats.append(
-            Seat(
-                seat=s.seat,
-                bot=None if holder is None else Bot(id=strawberry.ID(holder.id), name=holder.name),
-                house_bot=None if holder is None or holder.house is None else HouseBotKind[holder.house],
-                score=s.score,
-                bid=s.bid,
-                tricks=s.tricks,
-                timeouts=live.timeouts[s.seat],
-                hand=None if s.hand is None else list(s.hand),
+class LiveMatchType(Match):
+    """A ``Match`` whose fields are read on demand from the live match and the engine's view
+    for the caller's seat: a request that selects ``version`` builds no view at all."""
+
+    def __init__(self, live: LiveMatch, viewer_seat: int | None) -> None:  # noqa: D107 - no dataclass init
+        self._live = live
+        self._seat = viewer_seat
+
+    @cached_property
+    def _view(self) -> MatchView:
+        return self._live.view(self._seat)
+
+    id = property(lambda self: strawberry.ID(self._live.id))  # type: ignore[assignment]
+    ruleset = property(lambda self: self._live.ruleset)
+    variants = property(lambda self: list(self._live.variants))
+    players = property(lambda self: self._live.settings.config.players)
+    status = property(lambda self: self._live.status)
+    version = property(lambda self: self._live.version)
+    round = property(lambda self: self._live.state.round)
+    rounds = property(lambda self: self._live.settings.config.rounds)
+    hand_size = property(lambda self: self._live.state.hand_size())
+    dealer = property(lambda self: self._live.state.dealer)
+    phase = property(lambda self: self._live.state.phase)
+    trump_card = property(lambda self: self._view.trump_card)
+    trump_suit = property(lambda self: self._view.trump_suit)
+    lead_suit = property(lambda self: self._view.lead_suit)
+    to_act = property(lambda self: self._live.state.to_act if self._live.status is DomainMatchStatus.ACTIVE else None)
+    awaiting = property(lambda self: list(self._live.awaiting()))
+    deadline = property(lambda self: _datetime(self._live.deadline_ms))
+    move_timeout_ms = property(lambda self: self._live.settings.move_timeout_ms)
+    rated = property(lambda self: self._live.settings.rated)
+    stacked = property(lambda self: self._live.settings.stacked)
+    created_by = property(lambda self: strawberry.ID(self._live.settings.created_by))
+    created_at = property(lambda self: _datetime(self._live.settings.created_at_ms))
+    my_seat = property(lambda self: self._seat)
+    hand = property(lambda self: None if self._view.hand is None else list(self._view.hand))
+    legal_moves = property(lambda self: [Move(bid=m.bid, card=m.card, trump=m.trump) for m in self._view.legal_moves])
+    current_trick = property(lambda self: [Play(seat=p.seat, card=p.card) for p in self._view.current_trick])
+    completed_tricks = property(lambda self: [_trick(t) for t in self._view.completed_tricks])
+    last_trick = property(lambda self: None if self._view.last_trick is None else _trick(self._view.last_trick))
+    winners = property(lambda self: None if self._view.winners is None else list(self._view.winners))
+    moves_made = property(lambda self: self._live.state.moves_made)
+    seed_hash = property(lambda self: self._live.state.seed_hash)
+    seed = property(lambda self: self._view.seed)
+
+    @property
+    def seats(self) -> list[Seat]:  # type: ignore[override]
+        live = self._live
+        out = []
+        for s in self._view.seats:
+            holder = live.seats[s.seat]
+            out.append(
+                Seat(
+                    seat=s.seat,
+                    bot=None if holder is None else Bot(id=strawberry.ID(holder.id), name=holder.name),
+                    house_bot=None if holder is None or holder.house is None else HouseBotKind[holder.house],
+                    score=s.score,
+                    bid=s.bid,
+                    tricks=s.tricks,
+                    timeouts=live.timeouts[s.seat],
+                    hand=None if s.hand is None else list(s.hand),
+                )
             )
-        )
-    return Match(
-        id=strawberry.ID(live.id),
-        ruleset=view.ruleset,
-        variants=list(view.variants),
-        players=view.players,
-        status=live.status,
-        version=live.version,
-        round=view.round,
-        rounds=view.rounds,
-        hand_size=view.hand_size,
-        dealer=view.dealer,
-        phase=view.phase,
-        trump_card=view.trump_card,
-        trump_suit=view.trump_suit,
-        lead_suit=view.lead_suit,
-        to_act=view.to_act if live.status is DomainMatchStatus.ACTIVE else None,
-        awaiting=list(live.awaiting()),
-        deadline=_datetime(live.deadline_ms),
-        move_timeout_ms=settings.move_timeout_ms,
-        rated=settings.rated,
-        stacked=settings.stacked,
-        created_by=strawberry.ID(settings.created_by),
-        created_at=_datetime(settings.created_at_ms),  # type: ignore[arg-type]
-        my_seat=viewer_seat,
-        hand=None if view.hand is None else list(view.hand),
-        legal_moves=[Move(bid=m.bid, card=m.card, trump=m.trump) for m in view.legal_moves],
-        seats=seats,
-        current_trick=[Play(seat=p.seat, card=p.card) for p in view.current_trick],
-        completed_tricks=[_trick(t) for t in view.completed_tricks],
-        last_trick=None if view.last_trick is None else _trick(view.last_trick),
-        round_results=[
+        return out
+
+    @property
+    def round_results(self) -> list[RoundResult]:  # type: ignore[override]
+        return [
             RoundResult(
                 round=r.round,
                 seats=[SeatResult(seat=x.seat, bid=x.bid, tricks=x.tricks, points=x.points) for x in r.seats],
             )
-            for r in view.round_results
-        ],
-        winners=None if view.winners is None else list(view.winners),
-        moves_made=view.moves_made,
-        seed_hash=view.seed_hash,
-        seed=view.seed,
-    )
+            for r in self._view.round_results
+        ]
+
+
+def match_type(live: LiveMatch, viewer_seat: int | None) -> Match:
+    """The ``Match`` for a caller sitting in ``viewer_seat`` (None: not seated)."""
+    return LiveMatchType(live, viewer_seat)
 
 
 @strawberry.input(description="A move: set exactly one field.")

@@ -1,0 +1,267 @@
+"""End-to-end benchmark of the API: concurrent clients play whole matches through GraphQL over
+real HTTP against one `wizard-arena serve` process, next to the same server's
+``{ __typename }`` rate (the floor: HTTP + GraphQL with no work).
+
+Two ways to play:
+- ``solo``: each client holds the four bots of its own match and keeps a local copy of the
+  match in the engine (the deals are stacked, so it knows every hand); every request is a
+  submitMove, so this measures what a move costs the server.
+- ``seats``: each client is one bot; four clients share a match; each loops awaitTurn ->
+  submitMove, as real bots do (two requests per move).
+
+The load generator speaks HTTP/1.1 over asyncio streams itself: httpx's async client topped
+out near 400 requests/s on this machine, which would have measured the client, not the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import platform
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from wizard import MatchConfig, new_match
+from wizard.cards import CODES
+
+MOVE_QUERY = (
+    "mutation($m: ID!, $mv: MoveInput!, $v: Int) { submitMove(matchId: $m, move: $mv, expectedVersion: $v) "
+    "{ version phase toAct hand legalMoves { bid card trump } currentTrick { seat card } "
+    "seats { seat score bid tricks } } }"
+)
+TURN_QUERY = (
+    "query($m: ID!) { awaitTurn(matchId: $m, timeoutMs: 10000) { version status phase toAct hand "
+    "legalMoves { bid card trump } currentTrick { seat card } seats { seat score bid tricks } } }"
+)
+
+
+class HttpConnection:
+    """One keep-alive HTTP/1.1 connection posting JSON."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def post(self, path: str, payload: dict[str, Any], token: str | None = None) -> dict[str, Any]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        body = json.dumps(payload).encode()
+        auth = f"Authorization: Bearer {token}\r\n" if token else ""
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\n{auth}"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        self.writer.write(head + body)
+        assert self.reader is not None
+        header = await self.reader.readuntil(b"\r\n\r\n")
+        length = 0
+        for line in header.split(b"\r\n"):
+            if line[:15].lower() == b"content-length:":
+                length = int(line[15:])
+        return json.loads(await self.reader.readexactly(length))  # type: ignore[no-any-return]
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * p))] if ordered else float("nan")
+
+
+async def _register(conn: HttpConnection, name: str) -> str:
+    answer = await conn.post("/graphql", {"query": "mutation($n: String!) { registerBot(name: $n) { token } }", "variables": {"n": name}})
+    return answer["data"]["registerBot"]["token"]  # type: ignore[no-any-return]
+
+
+async def _gql(conn: HttpConnection, query: str, variables: dict[str, Any], token: str) -> dict[str, Any]:
+    answer = await conn.post("/graphql", {"query": query, "variables": variables}, token)
+    if answer.get("errors"):
+        raise RuntimeError(answer["errors"])
+    return answer["data"]  # type: ignore[no-any-return]
+
+
+async def floor(host: str, port: int, clients: int, seconds: float) -> dict[str, float]:
+    latencies: list[float] = []
+    stop = time.perf_counter() + seconds
+
+    async def client() -> None:
+        conn = HttpConnection(host, port)
+        while time.perf_counter() < stop:
+            started = time.perf_counter()
+            await conn.post("/graphql", {"query": "{ __typename }"})
+            latencies.append(time.perf_counter() - started)
+        await conn.close()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(client() for _ in range(clients)))
+    elapsed = time.perf_counter() - started
+    return _summary(latencies, elapsed)
+
+
+def _summary(latencies: list[float], elapsed: float) -> dict[str, float]:
+    return {
+        "requests": len(latencies),
+        "per_second": round(len(latencies) / elapsed, 1),
+        "p50_ms": round(percentile(latencies, 0.50) * 1000, 2),
+        "p99_ms": round(percentile(latencies, 0.99) * 1000, 2),
+    }
+
+
+def _stacked_deals(rng: random.Random, rounds: int) -> list[list[str]]:
+    deals = []
+    for _ in range(rounds):
+        deck = list(CODES[:60])
+        rng.shuffle(deck)
+        deals.append(deck)
+    return deals
+
+
+async def solo(host: str, port: int, clients: int, seconds: float, seed: int) -> dict[str, Any]:
+    """Each client plays every seat of its own stacked match; every request is a move."""
+    latencies: list[float] = []
+    matches_done = 0
+    stop = time.perf_counter() + seconds
+
+    async def client(index: int) -> None:
+        nonlocal matches_done
+        rng = random.Random(seed * 1000 + index)
+        conn = HttpConnection(host, port)
+        tokens = [await _register(conn, f"bench-{os.getpid()}-{seed}-{index}-{s}") for s in range(4)]
+        while time.perf_counter() < stop:
+            config = MatchConfig.create("WIZARD", 4, first_dealer=0, deals=_stacked_deals(rng, 15))
+            local = new_match(config, "bench")
+            spec = {"players": 4, "firstDealer": 0, "seed": "bench", "deals": [list(r) for r in config.deals or ()]}
+            match_id = (await _gql(conn, "mutation($i: CreateMatchInput!) { createMatch(input: $i) { id } }", {"i": spec}, tokens[0]))["createMatch"]["id"]
+            version = 0
+            for s in range(4):
+                version = (await _gql(conn, "mutation($m: ID!, $s: Int) { joinMatch(matchId: $m, seat: $s) { version } }", {"m": match_id, "s": s}, tokens[s]))["joinMatch"]["version"]
+            while not local.is_finished and time.perf_counter() < stop:
+                seat = local.awaiting()[0]
+                move = rng.choice(local.legal_moves(seat))
+                started = time.perf_counter()
+                data = await _gql(conn, MOVE_QUERY, {"m": match_id, "mv": move.to_dict(), "v": version}, tokens[seat])
+                latencies.append(time.perf_counter() - started)
+                local.apply(seat, move)
+                version = data["submitMove"]["version"]
+            matches_done += local.is_finished
+        await conn.close()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(client(i) for i in range(clients)))
+    elapsed = time.perf_counter() - started
+    return {**_summary(latencies, elapsed), "matches_finished": matches_done}
+
+
+async def seats(host: str, port: int, clients: int, seconds: float, seed: int) -> dict[str, Any]:
+    """Four clients per match, each one bot: awaitTurn, then submitMove."""
+    move_latencies: list[float] = []
+    turn_waits: list[float] = []
+    stop = time.perf_counter() + seconds
+    tables = max(1, clients // 4)
+
+    async def table(index: int) -> None:
+        setup = HttpConnection(host, port)
+        tokens = [await _register(setup, f"bench-seat-{os.getpid()}-{seed}-{index}-{s}") for s in range(4)]
+        while time.perf_counter() < stop:
+            match_id = (await _gql(setup, "mutation($i: CreateMatchInput!) { createMatch(input: $i) { id } }", {"i": {"players": 4}}, tokens[0]))["createMatch"]["id"]
+            for s in range(4):
+                await _gql(setup, "mutation($m: ID!, $s: Int) { joinMatch(matchId: $m, seat: $s) { version } }", {"m": match_id, "s": s}, tokens[s])
+            await asyncio.gather(*(bot(match_id, tokens[s], random.Random(seed * 100 + index * 4 + s)) for s in range(4)))
+        await setup.close()
+
+    async def bot(match_id: str, token: str, rng: random.Random) -> None:
+        conn = HttpConnection(host, port)
+        while time.perf_counter() < stop:
+            waited = time.perf_counter()
+            turn = (await _gql(conn, TURN_QUERY, {"m": match_id}, token))["awaitTurn"]
+            turn_waits.append(time.perf_counter() - waited)
+            if turn is None:
+                break
+            move = {k: v for k, v in rng.choice(turn["legalMoves"]).items() if v is not None}
+            started = time.perf_counter()
+            answer = await conn.post("/graphql", {"query": MOVE_QUERY, "variables": {"m": match_id, "mv": move, "v": turn["version"]}}, token)
+            move_latencies.append(time.perf_counter() - started)
+            if answer.get("errors") and answer["errors"][0]["extensions"]["code"] != "STALE_VERSION":
+                raise RuntimeError(answer["errors"])
+        await conn.close()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(table(i) for i in range(tables)))
+    elapsed = time.perf_counter() - started
+    return {**_summary(move_latencies, elapsed), "await_turn_p50_ms": round(percentile(turn_waits, 0.5) * 1000, 2)}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def bench_service(clients: int, seconds: float, seed: int, url: str | None) -> dict[str, Any]:
+    """Start Redis (embedded, unless REDIS_URL is set) and one `serve` process (unless ``url``
+    names a running server), then measure the floor, solo play and seated play."""
+    from service.embedded_redis import EmbeddedRedis
+
+    processes: list[subprocess.Popen[bytes]] = []
+    embedded = None
+    try:
+        if url is None:
+            redis_url = os.environ.get("REDIS_URL")
+            if not redis_url:
+                embedded = EmbeddedRedis(Path(tempfile.mkdtemp(prefix="wza-bench-")), appendonly=False)
+                redis_url = embedded.start()
+            port = _free_port()
+            env = {**os.environ, "REDIS_URL": redis_url, "ARENA_RATE_LIMIT_PER_SECOND": "100000", "ARENA_RATE_LIMIT_BURST": "100000"}
+            processes.append(subprocess.Popen(
+                [sys.executable, "-m", "service.cli", "serve", "--port", str(port), "--log-level", "warning"], env=env
+            ))
+            host = "127.0.0.1"
+            _wait_healthy(host, port)
+        else:
+            host, _, port_text = url.removeprefix("http://").rstrip("/").partition(":")
+            port = int(port_text or 80)
+        result: dict[str, Any] = {
+            "clients": clients,
+            "seconds": seconds,
+            "machine": f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}",
+        }
+        asyncio.run(floor(host, port, clients, 1.0))  # warm-up
+        result["floor"] = asyncio.run(floor(host, port, clients, seconds))
+        result["solo"] = asyncio.run(solo(host, port, clients, seconds, seed))
+        result["seats"] = asyncio.run(seats(host, port, clients, seconds, seed))
+        result["move_cost_vs_floor"] = round(result["floor"]["per_second"] / result["solo"]["per_second"], 2)
+        return result
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(15)
+        if embedded is not None:
+            embedded.stop()
+
+
+def _wait_healthy(host: str, port: int, timeout: float = 30) -> None:
+    import urllib.request
+
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://{host}:{port}/healthz", timeout=1) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            if time.monotonic() > end:
+                raise
+        time.sleep(0.05)  # waiting for the child to bind its port
+
+
+__all__ = ["bench_service"]
