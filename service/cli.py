@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -76,6 +77,10 @@ def _worker(args: argparse.Namespace) -> None:
     run_worker(settings, burst=args.burst)
 
 
+def _exit_on_signal(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def _up(args: argparse.Namespace) -> None:
     import os
     import subprocess
@@ -86,6 +91,9 @@ def _up(args: argparse.Namespace) -> None:
     from service.settings import Settings
 
     _configure_logging(args.log_level)
+    # uvicorn re-raises SIGTERM once it has shut down; as an exception it lets the worker and
+    # the embedded Redis below be stopped too, instead of killing this process on the spot.
+    signal.signal(signal.SIGTERM, _exit_on_signal)
     settings = Settings()
     embedded = None
     env = dict(os.environ)
