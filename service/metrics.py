@@ -23,10 +23,6 @@ class Metrics:
             "wizard_arena_request_seconds", "HTTP request latency", ["route"], buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
-        self.operations = Histogram(
-            "wizard_arena_graphql_operation_seconds", "GraphQL operation latency", ["operation"],
-            buckets=LATENCY_BUCKETS, registry=self.registry,
-        )
         self.errors = Counter("wizard_arena_errors", "Errors answered, by API code", ["code"], registry=self.registry)
         self.moves = Counter("wizard_arena_moves", "Moves committed, by who made them", ["by"], registry=self.registry)
         self.matches_finished = Counter("wizard_arena_matches_finished", "Matches finished", registry=self.registry)

@@ -41,7 +41,7 @@ class Settings(BaseSettings):
     bot_name_max_length: int = Field(default=40, ge=1)
     ws_init_timeout_seconds: float = Field(default=5.0, gt=0, description="time to send connection_init")
     ws_max_operations: int = Field(default=20, ge=1, description="subscriptions at once per WebSocket")
-    open_matches_per_bot: int = Field(default=200, ge=1, description="unfinished matches a bot may create or sit in")
+    open_matches_per_bot: int = Field(default=200, ge=1, description="unfinished matches a bot may sit in at once")
     snapshot_cache_size: int = Field(
         default=4096, ge=0, description="matches whose last snapshot a process keeps as a guess (0: off)"
     )

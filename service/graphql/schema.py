@@ -164,13 +164,15 @@ def build_schema(settings: Settings) -> strawberry.Schema:
         mutation=Mutation,
         subscription=Subscription,
         config=StrawberryConfig(disable_field_suggestions=True),
+        # Factories, not instances: each request gets its own extension objects (an instance
+        # shared by concurrent requests would see another request's execution context).
         extensions=[
-            MaxTokensLimiter(max_token_count=settings.max_tokens),
-            CodedParserCache(maxsize=512),
-            QueryDepthLimiter(max_depth=settings.max_query_depth),
-            MaxAliasesLimiter(max_alias_count=settings.max_aliases),
-            ValidationCache(maxsize=512),
-            ErrorCodes,  # a class: one instance per operation, which it keeps state for
+            lambda: MaxTokensLimiter(max_token_count=settings.max_tokens),
+            lambda: ParserCache(maxsize=512),
+            lambda: QueryDepthLimiter(max_depth=settings.max_query_depth),
+            lambda: MaxAliasesLimiter(max_alias_count=settings.max_aliases),
+            lambda: ValidationCache(maxsize=512),
+            ErrorCodes,
         ],
     )
 
