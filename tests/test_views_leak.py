@@ -390,3 +390,18 @@ def test_spectator_sees_no_hand_and_no_seed_in_any_configuration() -> None:
             assert data["seed"] is None and data["seedHash"] == hashlib.sha256(seed.encode()).hexdigest()
             if state.round > 3:
                 break
+
+
+@pytest.mark.parametrize("players", [3, 4, 5, 6])
+def test_refusals_do_not_reveal_the_hidden_own_card_under_clairvoyance(players: int) -> None:
+    """A seat that cannot see its round-1 card must not learn it by trying to play cards:
+    every card it tries before its turn to play is refused with the same words."""
+    for seed in range(20):
+        state = new_match(MatchConfig.create("WIZARD", players, ["CLAIRVOYANCE"]), f"leak-{seed}")
+        for seat in state.awaiting():
+            messages = set()
+            for code in ("R5", "R7", "B13", "G1", "Y9", "W", "J"):
+                with pytest.raises(ValueError) as refused:
+                    state.apply(seat, Move(card=code))
+                messages.add((type(refused.value), str(refused.value).replace(f"card {code} ", "card X ")))
+            assert len(messages) == 1, messages

@@ -229,6 +229,10 @@ class MatchState:
         if not isinstance(move, Move):
             raise InvalidMoveError(f"expected a Move, got {type(move).__name__}")
         if move.card is not None:
+            if self._phase is not Phase.PLAY or seat != self._to_act:
+                # decided before looking at the hand: under CLAIRVOYANCE a seat may not learn
+                # its own round-1 card from which refusal it gets
+                self._refuse(seat, f"card {move.card} is not legal now")
             held = CODE_MASK[move.card] & self._hands[seat]
             if not held:
                 self._refuse(seat, f"seat {seat} does not hold {move.card}")
