@@ -94,7 +94,7 @@ def routes(services_of: Callable[[Request], Services]) -> list[Route]:
         caller = need(caller)
         try:
             body = json.loads(await request.body())
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deep
             raise BadInput('the body must be JSON: {"bid": 2}, {"card": "R7"} or {"trump": "BLUE"}') from None
         if not isinstance(body, dict):
             raise BadInput('the body must be a JSON object: {"bid": 2}, {"card": "R7"} or {"trump": "BLUE"}')

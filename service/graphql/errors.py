@@ -8,6 +8,7 @@ LIMIT_EXCEEDED; anything else is a bug, logged and answered as INTERNAL_ERROR wi
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 
 from graphql import GraphQLError
@@ -17,12 +18,17 @@ from service.errors import service_error
 
 log = logging.getLogger("wizard_arena.graphql")
 
+#: graphql-core's "Did you mean ...?" hints (on arguments, types, input fields, enum values);
+#: StrawberryConfig(disable_field_suggestions=True) drops only those on output fields.
+_SUGGESTION = re.compile(r" ?Did you mean [^?]*\?")
+
 
 def _is_limit(message: str) -> bool:
     return (
         "exceeds maximum operation depth" in message
         or "aliases found. Allowed" in message
         or ("Document contains more than" in message and "tokens" in message)
+        or "Maximum introspection depth exceeded" in message
     )
 
 
@@ -35,8 +41,8 @@ def coded_error(error: GraphQLError) -> GraphQLError:
         code = "LIMIT_EXCEEDED" if _is_limit(error.message) else "BAD_INPUT"
         if original is not None and original.extensions and "code" in original.extensions:
             code = original.extensions["code"]
-        return GraphQLError(error.message, error.nodes, error.source, error.positions, error.path,
-                            extensions={**(error.extensions or {}), "code": code})
+        return GraphQLError(_SUGGESTION.sub("", error.message), error.nodes, error.source, error.positions,
+                            error.path, extensions={**(error.extensions or {}), "code": code})
     mapped = service_error(original)  # type: ignore[arg-type]
     if mapped is None:
         log.error("unexpected error in %s", error.path, exc_info=original)

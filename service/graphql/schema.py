@@ -168,7 +168,7 @@ def build_schema(settings: Settings) -> strawberry.Schema:
         # shared by concurrent requests would see another request's execution context).
         extensions=[
             lambda: MaxTokensLimiter(max_token_count=settings.max_tokens),
-            lambda: ParserCache(maxsize=512),
+            lambda: CodedParserCache(maxsize=512),
             lambda: QueryDepthLimiter(max_depth=settings.max_query_depth),
             lambda: MaxAliasesLimiter(max_alias_count=settings.max_aliases),
             lambda: ValidationCache(maxsize=512),
