@@ -15,16 +15,19 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 from redis.asyncio import Redis
 
 from service.live_match import LiveMatch, MatchSettings, SeatHolder
 
 DEADLINES = "deadlines"
+
+T = TypeVar("T")
 
 # Commit one event: compare the version, append the event, store the new snapshot and move
 # the deadline, all at once. Returns {1, version} on success, {0, current} when the match
@@ -179,15 +182,17 @@ class MatchStore:
 
     async def wait_events(self, positions: dict[str, bytes], block_ms: int) -> list[tuple[str, bytes, dict[str, Any]]]:
         """Block up to ``block_ms`` until any of the given streams (key -> last seen id)
-        grows; the new entries as (stream key, id, event)."""
+        grows; the new entries as (stream key, id, event). A match's stream holds events; a
+        bot's inbox holds wake-ups (``{"m": match id}``), given as they are."""
         if block_ms <= 0:
             return []
-        answer = await self.redis.xread(positions, block=block_ms)  # type: ignore[arg-type]
+        answer = await _cancellable(lambda: self.redis.xread(positions, block=block_ms))  # type: ignore[arg-type]
         out = []
         for stream, rows in answer or ():
             key = stream.decode() if isinstance(stream, bytes) else stream
             for eid, fields in rows:
-                out.append((key, eid, _decode_event(fields)))
+                entry = _decode_event(fields) if b"e" in fields else {k.decode(): v.decode() for k, v in fields.items()}
+                out.append((key, eid, entry))
         return out
 
     async def set_deadline(self, match_id: str, deadline_ms: int | None) -> None:
@@ -203,6 +208,27 @@ class MatchStore:
     async def next_deadline(self) -> int | None:
         rows = await self.redis.zrange(DEADLINES, 0, 0, withscores=True)
         return int(rows[0][1]) if rows else None
+
+
+async def _cancellable(command: Callable[[], Awaitable[T]]) -> T:
+    """Await a blocking Redis command so that a cancel of the caller takes effect at once.
+
+    redis-py sends each command through ``asyncio.wait_for``, which on Python 3.11 swallows
+    a cancel that lands just as the send completes: a waiter whose client went away would
+    wait on, slice after slice, for as long as its match stays quiet (holding a Redis
+    connection, and the server's shutdown). So the command runs as a task of its own: the
+    caller stops waiting at once and cancels it (at worst it ends with its block); and a
+    cancel swallowed by an earlier command of the caller is honoured here."""
+    current = asyncio.current_task()
+    if current is not None and current.cancelling():
+        raise asyncio.CancelledError
+    task = asyncio.ensure_future(command())
+    task.add_done_callback(lambda done: done.cancelled() or done.exception())
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
 
 
 def _decode_event(fields: dict[bytes, bytes]) -> dict[str, Any]:
