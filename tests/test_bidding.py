@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import bid_all, match_at_round, new_test_match, refused, stacked
+from tests.conftest import bid_all, match_at_round, new_test_match, refused, stacked
 from wizard import IllegalMoveError, Move, NotYourTurnError, Phase
 
 

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from conftest import (
+from tests.conftest import (
     SEED,
     bid_all,
     finish_round,

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from conftest import bid_all, finish_round, full_deck, match_at_round, new_test_match, play, refused, stacked
+from tests.conftest import bid_all, finish_round, full_deck, match_at_round, new_test_match, play, refused, stacked
 from wizard import (
     IllegalMoveError,
     InvalidMoveError,

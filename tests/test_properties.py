@@ -35,7 +35,7 @@ from wizard import (
 )
 from wizard.moves import move_of_action
 
-from conftest import allowed_triples
+from tests.conftest import allowed_triples
 
 # ----------------------------------------------------------------------------- RULES.md, restated
 

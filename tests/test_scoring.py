@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from conftest import bid_all, match_at_round, new_test_match, play, stacked
+from tests.conftest import bid_all, match_at_round, new_test_match, play, stacked
 from wizard import MatchConfig, Phase, Scoring, SeatResult, new_match
 
 THOMAS, UTE, KEVIN = 0, 1, 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import (
+from tests.conftest import (
     bid_all,
     dealing_order,
     finish_round,

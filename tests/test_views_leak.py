@@ -17,7 +17,7 @@ from collections import Counter
 import pytest
 
 from wizard import MatchConfig, MatchState, Move, Phase, Ruleset, Variant, new_match
-from conftest import allowed_triples
+from tests.conftest import allowed_triples
 
 V = Variant
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import redis
-from arena_client import Api, Process, free_port
+from tests.api.arena_client import Api, Process, free_port
 
 from service.embedded_redis import EmbeddedRedis
 

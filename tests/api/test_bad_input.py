@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from arena_client import first_legal
+from tests.api.arena_client import first_legal
 
 CODES = {
     "UNAUTHENTICATED", "FORBIDDEN", "NOT_FOUND", "BAD_INPUT", "NOT_YOUR_TURN", "ILLEGAL_MOVE",

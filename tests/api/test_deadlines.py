@@ -10,8 +10,8 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from arena_client import first_legal
-from ws_client import Completed, GraphQLWS
+from tests.api.arena_client import first_legal
+from tests.api.ws_client import Completed, GraphQLWS
 
 from service.store import events_key
 from wizard.moves import move_of_action

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from arena_client import MATCH_FIELDS, first_legal
+from tests.api.arena_client import MATCH_FIELDS, first_legal
 
 from wizard import MatchConfig, new_match
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import httpx
-from arena_client import MATCH_FIELDS, first_legal
+from tests.api.arena_client import MATCH_FIELDS, first_legal
 
 from wizard import MatchRecord
 

@@ -1,4 +1,4 @@
-from arena_client import first_legal
+from tests.api.arena_client import first_legal
 
 
 def test_a_match_against_house_bots_runs_to_its_end(api):

@@ -10,8 +10,8 @@ import time
 from typing import Any
 
 import pytest
-from arena_client import first_legal
-from ws_client import Closed, Completed, GraphQLWS, OperationError
+from tests.api.arena_client import first_legal
+from tests.api.ws_client import Closed, Completed, GraphQLWS, OperationError
 
 VIEW = """
 id version status phase round toAct awaiting mySeat hand seed

@@ -10,8 +10,8 @@ from typing import Any
 
 import httpx
 import pytest
-from arena_client import first_legal
-from ws_client import Completed, GraphQLWS
+from tests.api.arena_client import first_legal
+from tests.api.ws_client import Completed, GraphQLWS
 
 VIEW = "id version status phase awaiting toAct mySeat hand legalMoves { bid card trump }"
 AWAIT_TURN = "query($m: ID, $t: Int) { awaitTurn(matchId: $m, timeoutMs: $t) { " + VIEW + " } }"

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import httpx
-from arena_client import REPO, free_port
+from tests.api.arena_client import REPO, free_port
 
 
 def test_up_starts_redis_api_and_worker_and_keeps_data_across_restarts(tmp_path: Path) -> None:
