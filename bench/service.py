@@ -57,6 +57,14 @@ class HttpConnection:
         self.writer: asyncio.StreamWriter | None = None
 
     async def post(self, path: str, payload: dict[str, Any], token: str | None = None) -> dict[str, Any]:
+        try:
+            return await self._post(path, payload, token)
+        except (asyncio.IncompleteReadError, ConnectionResetError):
+            # the server closed an idle keep-alive connection before this request reached it
+            self.writer = None
+            return await self._post(path, payload, token)
+
+    async def _post(self, path: str, payload: dict[str, Any], token: str | None) -> dict[str, Any]:
         if self.writer is None:
             self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
         body = json.dumps(payload).encode()

@@ -8,6 +8,7 @@ from typing import Any
 import strawberry
 from graphql import GraphQLError
 from strawberry.extensions import (
+    AddValidationRules,
     MaxAliasesLimiter,
     MaxTokensLimiter,
     ParserCache,
@@ -159,6 +160,12 @@ class ArenaSchema(strawberry.Schema):
 
 
 def build_schema(settings: Settings) -> strawberry.Schema:
+    # The limiters' rules are built once: each QueryDepthLimiter or MaxAliasesLimiter makes a
+    # rule class of its own, and a new class per request would miss the validation cache.
+    limits = [
+        *QueryDepthLimiter(max_depth=settings.max_query_depth).validation_rules,
+        *MaxAliasesLimiter(max_alias_count=settings.max_aliases).validation_rules,
+    ]
     return ArenaSchema(
         query=Query,
         mutation=Mutation,
@@ -169,8 +176,7 @@ def build_schema(settings: Settings) -> strawberry.Schema:
         extensions=[
             lambda: MaxTokensLimiter(max_token_count=settings.max_tokens),
             lambda: CodedParserCache(maxsize=512),
-            lambda: QueryDepthLimiter(max_depth=settings.max_query_depth),
-            lambda: MaxAliasesLimiter(max_alias_count=settings.max_aliases),
+            lambda: AddValidationRules(limits),
             lambda: ValidationCache(maxsize=512),
             ErrorCodes,
         ],
