@@ -216,6 +216,43 @@ async def seats(host: str, port: int, clients: int, seconds: float, seed: int) -
     return {**_summary(move_latencies, stop - started), "await_turn_p50_ms": round(percentile(turn_waits, 0.5) * 1000, 2)}
 
 
+async def house_bots(host: str, port: int, redis_url: str, seed: int, matches: int = 2) -> dict[str, Any]:
+    """An idle server, one bot against three HEURISTIC house bots: how soon after its turn
+    begins does each house bot move? Read from the match's event stream, whose entry ids are
+    Redis's millisecond clock: a house move's id minus the id of the change before it."""
+    import redis.asyncio
+
+    conn = HttpConnection(host, port)
+    token = await _register(conn, f"bench-house-{os.getpid()}-{seed}")
+    rng = random.Random(seed)
+    delays: list[int] = []
+    store = redis.asyncio.Redis.from_url(redis_url)
+    for _ in range(matches):
+        match_id = (await _gql(conn, "mutation($i: CreateMatchInput!) { createMatch(input: $i) { id } }", {"i": {"players": 4}}, token))["createMatch"]["id"]
+        for _ in range(3):
+            await _gql(conn, "mutation($m: ID!) { addHouseBot(matchId: $m, kind: HEURISTIC) { version } }", {"m": match_id}, token)
+        await _gql(conn, "mutation($m: ID!) { joinMatch(matchId: $m) { version } }", {"m": match_id}, token)
+        while True:
+            turn = (await _gql(conn, TURN_QUERY, {"m": match_id}, token))["awaitTurn"]
+            if turn is None:
+                break
+            move = {k: v for k, v in rng.choice(turn["legalMoves"]).items() if v is not None}
+            await _gql(conn, MOVE_QUERY, {"m": match_id, "mv": move, "v": turn["version"]}, token)
+        entries = await store.xrange(f"{{m:{match_id}}}:events")
+        for (previous_id, _), (entry_id, fields) in zip(entries, entries[1:]):
+            if json.loads(fields[b"e"]).get("by") == "house":
+                delays.append(int(entry_id.split(b"-")[0]) - int(previous_id.split(b"-")[0]))
+    await store.aclose()
+    await conn.close()
+    delays.sort()
+    return {
+        "house_moves": len(delays),
+        "p50_ms": percentile([float(d) for d in delays], 0.5),
+        "p99_ms": percentile([float(d) for d in delays], 0.99),
+        "max_ms": delays[-1] if delays else None,
+    }
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -229,12 +266,14 @@ def bench_service(clients: int, seconds: float, seed: int, url: str | None) -> d
 
     processes: list[subprocess.Popen[bytes]] = []
     embedded = None
+    redis_url_for_house: str | None = os.environ.get("REDIS_URL")
     try:
         if url is None:
             redis_url = os.environ.get("REDIS_URL")
             if not redis_url:
                 embedded = EmbeddedRedis(Path(tempfile.mkdtemp(prefix="wza-bench-")), appendonly=False)
                 redis_url = embedded.start()
+            redis_url_for_house = redis_url
             port = _free_port()
             env = {**os.environ, "REDIS_URL": redis_url, "ARENA_RATE_LIMIT_PER_SECOND": "100000", "ARENA_RATE_LIMIT_BURST": "100000"}
             processes.append(subprocess.Popen(
@@ -255,6 +294,8 @@ def bench_service(clients: int, seconds: float, seed: int, url: str | None) -> d
         result["solo"] = asyncio.run(solo(host, port, clients, seconds, seed))
         result["solo_full_view"] = asyncio.run(solo(host, port, clients, seconds, seed + 1, MOVE_QUERY_FULL_VIEW))
         result["seats"] = asyncio.run(seats(host, port, clients, seconds, seed))
+        if redis_url_for_house is not None:
+            result["house_bot_delay"] = asyncio.run(house_bots(host, port, redis_url_for_house, seed))
         result["move_cost_vs_floor"] = round(result["floor"]["per_second"] / result["solo"]["per_second"], 2)
         return result
     finally:
