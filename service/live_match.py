@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from wizard import MatchConfig, MatchState, MatchView, Phase, Ruleset, Variant
+from wizard import MatchConfig, MatchState, MatchView, Phase, Ruleset, Variant, new_match
 from wizard.moves import move_of_action
 
 
@@ -60,6 +60,9 @@ class MatchSettings:
     stacked: bool
     created_by: str
     created_at_ms: int
+    #: the tournament the match belongs to, and its duplicate set (matches dealt alike)
+    tournament: str | None = None
+    group: str | None = None
 
     def to_json(self) -> str:
         c = self.config
@@ -74,6 +77,8 @@ class MatchSettings:
                 "stacked": self.stacked,
                 "createdBy": self.created_by,
                 "createdAt": self.created_at_ms,
+                "tournament": self.tournament,
+                "group": self.group,
             },
             separators=(",", ":"),
         )
@@ -81,7 +86,10 @@ class MatchSettings:
     @classmethod
     def from_json(cls, text: str | bytes, config: MatchConfig) -> MatchSettings:
         data = json.loads(text)
-        return cls(config, data["moveTimeoutMs"], data["rated"], data["stacked"], data["createdBy"], data["createdAt"])
+        return cls(
+            config, data["moveTimeoutMs"], data["rated"], data["stacked"], data["createdBy"], data["createdAt"],
+            data.get("tournament"), data.get("group"),
+        )
 
 
 @dataclass(slots=True)
@@ -94,6 +102,8 @@ class LiveMatch:
     seats: list[SeatHolder | None] = field(default_factory=list)
     timeouts: list[int] = field(default_factory=list)
     deadline_ms: int | None = None
+    #: a finished match of a duplicate set still being played shows nothing of its play
+    sealed: bool = False
 
     @classmethod
     def new(cls, match_id: str, settings: MatchSettings, state: MatchState) -> LiveMatch:
@@ -103,7 +113,7 @@ class LiveMatch:
     def copy(self) -> LiveMatch:
         return LiveMatch(
             self.id, self.settings, self.state.copy(), self.version, self.status,
-            list(self.seats), list(self.timeouts), self.deadline_ms,
+            list(self.seats), list(self.timeouts), self.deadline_ms, self.sealed,
         )
 
     # ------------------------------------------------------------------ reading
@@ -126,6 +136,10 @@ class LiveMatch:
     def free_seats(self) -> list[int]:
         return [s for s, holder in enumerate(self.seats) if holder is None]
 
+    @property
+    def ended(self) -> bool:
+        return self.status in (MatchStatus.FINISHED, MatchStatus.ABORTED)
+
     def awaiting(self) -> tuple[int, ...]:
         """Seats that have a move to make now (none unless the match is under way)."""
         return self.state.awaiting() if self.status is MatchStatus.ACTIVE else ()
@@ -135,7 +149,11 @@ class LiveMatch:
 
     def view(self, seat: int | None) -> MatchView:
         """The engine's view for ``seat`` (None: a spectator). Before the start and after an
-        abort nobody sees a card: every caller gets the spectator's view."""
+        abort nobody sees a hand: every caller gets the spectator's view. A sealed match (its
+        duplicate set, dealt alike, is still being played) shows its start to everyone, as a
+        spectator saw it, so that nothing of its deals or play helps the set's other matches."""
+        if self.sealed and self.status is MatchStatus.FINISHED:
+            return new_match(self.settings.config, self.state.seed).view(None)
         if self.status in (MatchStatus.WAITING, MatchStatus.ABORTED):
             return self.state.view(None)
         return self.state.view(seat)

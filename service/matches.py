@@ -117,6 +117,11 @@ class MatchService:
             raise MatchNotActive(
                 f"match {match_id} is {stored.match.status.value}; its record is published once it has finished"
             )
+        if stored.match.sealed:
+            raise MatchNotActive(
+                f"match {match_id} belongs to a duplicate set still being played (same deals); its record is "
+                "published when the whole set has finished"
+            )
         text = await self.matches.record(match_id)
         record: dict[str, Any] = json.loads(text) if text else stored.match.state.record().to_dict()
         record["matchId"] = match_id
@@ -141,6 +146,30 @@ class MatchService:
         match = LiveMatch.new(secrets.token_hex(8), settings, state)
         await self.matches.create(match)
         log.info("match %s created by %s", match.id, caller.name)
+        return match
+
+    async def create_seated(
+        self,
+        match_id: str,
+        config: MatchConfig,
+        seed: str,
+        settings: MatchSettings,
+        holders: list[SeatHolder],
+        sealed: bool = False,
+    ) -> LiveMatch | None:
+        """A match created with every seat taken (a tournament's), so it starts at once; None
+        when a match with this id exists already (creating it again changes nothing)."""
+        match = LiveMatch.new(match_id, settings, new_match(config, seed))
+        now = now_ms()
+        events = [match.join(seat, holder, now) for seat, holder in enumerate(holders)]
+        match.sealed = sealed
+        if not await self.matches.create(match, events, sealed):
+            return None
+        await self.bots.seated([h.id for h in holders if h.house is None], match.id)
+        if self._house_to_act(match) and not self._closed:
+            task = asyncio.create_task(self.play_house_turns(match.id))
+            self._house_tasks.add(task)
+            task.add_done_callback(self._house_tasks.discard)
         return match
 
     async def join(self, caller: Caller, match_id: str, seat: int | None) -> LiveMatch:
@@ -398,6 +427,11 @@ class MatchService:
                 else:
                     match.apply_event(event)
                 yield match
+
+    async def drain(self) -> None:
+        """Wait until the house bots started by this process have made their moves."""
+        while self._house_tasks:
+            await asyncio.gather(*list(self._house_tasks), return_exceptions=True)
 
     async def close(self) -> None:
         self._closed = True

@@ -75,8 +75,9 @@ def fit_scores(
     count = 0
     total = 0.0
     for m, (bots, scores) in enumerate(matches):
-        for seat, bot in enumerate(bots):
+        for bot in set(bots):
             games[bot] = games.get(bot, 0) + 1
+        for seat, bot in enumerate(bots):
             seen.setdefault(bot, []).append((m, seat))
             strength.setdefault(bot, (start or {}).get(bot, 0.0))
             total += scores[seat]

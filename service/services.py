@@ -12,7 +12,8 @@ from service.bots import BotService
 from service.matches import BLOCK_SLICE_MS, MatchService
 from service.metrics import Metrics
 from service.settings import Settings
-from service.store import BotStore, MatchStore, read_ratings
+from service.store import BotStore, MatchStore, RatingStore, now_ms, read_ratings
+from service.tournaments import TournamentService
 
 
 @dataclass
@@ -22,6 +23,8 @@ class Services:
     bots: BotService
     matches: MatchService
     metrics: Metrics
+    tournaments: TournamentService
+    ratings: RatingStore
 
     @classmethod
     def open(cls, settings: Settings, metrics: Metrics | None = None) -> Services:
@@ -36,7 +39,35 @@ class Services:
         metrics = metrics or Metrics()
         bot_store = BotStore(redis)
         matches = MatchService(MatchStore(redis), bot_store, settings, on_change=metrics.on_change)
-        return cls(settings, redis, BotService(bot_store, settings), matches, metrics)
+        services = cls(
+            settings, redis, BotService(bot_store, settings), matches, metrics,
+            TournamentService(redis, matches, settings), RatingStore(redis),
+        )
+        services.tournaments.enqueue_fit = services.enqueue_fit
+        return services
+
+    async def enqueue_fit(self, ruleset: str) -> None:
+        """Refit a ruleset's whole history on a worker (after a tournament, or on demand)."""
+        await self.enqueue("worker.jobs.fit_ratings", ruleset, job_id=f"fit-{ruleset}-{now_ms()}")
+
+    async def enqueue(self, function: str, *args: Any, job_id: str, at_ms: int | None = None) -> None:
+        """Put a job on the RQ queue the workers run (at a time, with ``at_ms``). RQ speaks
+        synchronous Redis, so this runs in a thread."""
+        import asyncio
+        from datetime import UTC, datetime
+
+        from redis import Redis as SyncRedis
+        from rq import Queue
+
+        def put() -> None:
+            with SyncRedis.from_url(self.settings.redis_url) as connection:  # type: ignore[arg-type]
+                queue = Queue("default", connection=connection)
+                if at_ms is None:
+                    queue.enqueue(function, *args, job_id=job_id)
+                else:
+                    queue.enqueue_at(datetime.fromtimestamp(at_ms / 1000, tz=UTC), function, *args, job_id=job_id)
+
+        await asyncio.to_thread(put)
 
     async def ratings_of(self, bot_id: str) -> list[dict[str, Any]]:
         return await read_ratings(self.redis, bot_id)

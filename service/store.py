@@ -26,12 +26,15 @@ from redis.asyncio import Redis
 from service.live_match import LiveMatch, MatchSettings, SeatHolder
 
 DEADLINES = "deadlines"
+#: Ended matches not yet settled (ratings, tournament standings), by when they ended.
+UNSETTLED = "matches:unsettled"
 
 T = TypeVar("T")
 
 # Commit one event: compare the version, append the event, store the new snapshot and move
-# the deadline, all at once. Returns {1, version} on success, {0, current} when the match
-# moved on, {-1, 0} when there is no such match.
+# the deadline, all at once; a match that ends goes into the settlement queue (ratings,
+# tournaments) in the same step, so no ended match is ever missed. Returns {1, version} on
+# success, {0, current} when the match moved on, {-1, 0} when there is no such match.
 COMMIT_EVENT = """
 local current = redis.call('HGET', KEYS[1], 'version')
 if not current then return {-1, 0} end
@@ -48,7 +51,27 @@ end
 if ARGV[7] ~= '' then
   redis.call('HSET', KEYS[1], 'record', ARGV[7])
 end
+if ARGV[8] == '1' then
+  local now = redis.call('TIME')
+  redis.call('ZADD', KEYS[4], tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000), ARGV[2])
+end
 return {1, version}
+"""
+
+# Create a match with its first events (a tournament's match is created with every seat
+# taken), unless it exists: deterministic ids make creating a tournament round idempotent.
+# ARGV: id, version, settings, state, live, deadline or '', sealed or '', then the events.
+CREATE_MATCH = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local count = #ARGV - 7
+for i = 1, count do
+  redis.call('XADD', KEYS[2], '0-' .. i, 'v', i, 'e', ARGV[7 + i])
+end
+redis.call('HSET', KEYS[1], 'version', ARGV[2], 'settings', ARGV[3], 'state', ARGV[4], 'live', ARGV[5],
+  'eid', '0-' .. count)
+if ARGV[6] ~= '' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[1]) end
+if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'sealed', ARGV[7]) end
+return 1
 """
 
 # Authenticate a request: the bot a token hash belongs to, and one request taken from the
@@ -111,28 +134,31 @@ class Stored:
 class MatchStore:
     """Matches in Redis: create, read, commit an event atomically, follow the events."""
 
-    FIELDS = ("version", "settings", "state", "live", "eid")
+    FIELDS = ("version", "settings", "state", "live", "eid", "sealed")
 
     def __init__(self, redis: Redis) -> None:
         self.redis = redis
         self._commit = redis.register_script(COMMIT_EVENT)
+        self._create = redis.register_script(CREATE_MATCH)
 
-    async def create(self, match: LiveMatch) -> None:
-        # The first event takes the smallest stream id, so the snapshot can name it up front
-        # and both are written in one transaction.
-        first_id = b"0-1"
+    async def create(self, match: LiveMatch, events: Sequence[dict[str, Any]] = (), sealed: bool = False) -> bool:
+        """Store a new match with the events that made it (after the implicit ``create``);
+        False, and nothing written, when a match with its id exists."""
+        deadline = "" if match.deadline_ms is None else str(match.deadline_ms)
+        created = await self._create(
+            keys=[match_key(match.id), events_key(match.id), DEADLINES],
+            args=[
+                match.id, match.version, match.settings.to_json(), match.state.to_bytes(), match.live_json(),
+                deadline, "1" if sealed else "",
+                json.dumps({"t": "create"}), *(json.dumps(e, separators=(",", ":")) for e in events),
+            ],
+        )
+        return bool(created)
+
+    async def unseal(self, match_ids: Iterable[str]) -> None:
         async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.xadd(events_key(match.id), {"v": match.version, "e": json.dumps({"t": "create"})}, id=first_id)
-            pipe.hset(
-                match_key(match.id),
-                mapping={
-                    "version": match.version,
-                    "settings": match.settings.to_json(),
-                    "state": match.state.to_bytes(),
-                    "live": match.live_json(),
-                    "eid": first_id,
-                },
-            )
+            for match_id in match_ids:
+                pipe.hdel(match_key(match_id), "sealed")
             await pipe.execute()
 
     async def load(self, match_id: str) -> Stored | None:
@@ -148,10 +174,12 @@ class MatchStore:
 
     @staticmethod
     def _stored(match_id: str, values: list[Any]) -> Stored | None:
-        version, settings, state, live, eid = values
+        version, settings, state, live, eid, sealed = values
         if version is None:
             return None
-        return Stored(LiveMatch.from_stored(match_id, int(version), settings, state, live), eid)
+        match = LiveMatch.from_stored(match_id, int(version), settings, state, live)
+        match.sealed = sealed is not None
+        return Stored(match, eid)
 
     async def commit(self, match: LiveMatch, event: dict[str, Any], record: str = "") -> bool:
         """Store ``match`` (already changed by ``event``) if nobody changed it meanwhile.
@@ -159,7 +187,7 @@ class MatchStore:
         False means another change won the race: the caller reloads and decides again."""
         deadline = "" if match.deadline_ms is None else str(match.deadline_ms)
         status, _ = await self._commit(
-            keys=[match_key(match.id), events_key(match.id), DEADLINES],
+            keys=[match_key(match.id), events_key(match.id), DEADLINES, UNSETTLED],
             args=[
                 match.version - 1,
                 match.id,
@@ -168,6 +196,7 @@ class MatchStore:
                 json.dumps(event, separators=(",", ":")),
                 deadline,
                 record,
+                "1" if match.ended else "",
             ],
         )
         return bool(status == 1)
@@ -315,3 +344,122 @@ async def read_ratings(redis: Redis, bot_id: str) -> list[dict[str, Any]]:
         data = json.loads(value)
         out.append({"ruleset": ruleset.decode(), "rating": data["rating"], "games": data["games"]})
     return out
+
+
+# Apply one match's rating changes exactly once: skipped when the match is marked applied;
+# refused (-1) when a bot's rating moved since it was read (the caller recomputes); else
+# every bot's rating, history and leaderboard place, the result for the fit, and the mark,
+# all at once. KEYS: applied, leaderboard, results, names, then (ratings, history) per bot.
+# ARGV: match id, ruleset, result JSON, time ms, then (bot, name, games read, rating) per bot.
+APPLY_RATINGS = """
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return 0 end
+local bots = (#KEYS - 4) / 2
+for i = 1, bots do
+  local current = redis.call('HGET', KEYS[3 + 2 * i], ARGV[2])
+  local games = 0
+  if current then games = cjson.decode(current)['games'] end
+  if games ~= tonumber(ARGV[4 + 4 * (i - 1) + 3]) then return -1 end
+end
+for i = 1, bots do
+  local base = 4 + 4 * (i - 1)
+  local rating = tonumber(ARGV[base + 4])
+  local games = tonumber(ARGV[base + 3]) + 1
+  redis.call('HSET', KEYS[3 + 2 * i], ARGV[2], cjson.encode({rating = rating, games = games}))
+  redis.call('RPUSH', KEYS[4 + 2 * i], cjson.encode({rating = rating, matchId = ARGV[1], at = tonumber(ARGV[4])}))
+  redis.call('ZADD', KEYS[2], rating, ARGV[base + 1])
+  redis.call('HSET', KEYS[4], ARGV[base + 1], ARGV[base + 2])
+end
+redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('RPUSH', KEYS[3], ARGV[3])
+return 1
+"""
+
+
+def leaderboard_key(ruleset: str, method: str) -> str:
+    return f"leaderboard:{ruleset}:{method}"
+
+
+def history_key(bot_id: str, ruleset: str) -> str:
+    return f"{{b:{bot_id}}}:history:{ruleset}"
+
+
+class RatingStore:
+    """Ratings per ruleset: Elo moved by each rated match, and the fit of the whole history."""
+
+    APPLIED = "ratings:applied"
+    NAMES = "ratings:names"
+
+    def __init__(self, redis: Redis) -> None:
+        self.redis = redis
+        self._apply = redis.register_script(APPLY_RATINGS)
+
+    async def elo(self, bot_ids: Sequence[str], ruleset: str) -> list[tuple[float, int] | None]:
+        """Each bot's (rating, games) under ``ruleset``, None for a bot without one."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for bot_id in bot_ids:
+                pipe.hget(ratings_key(bot_id), ruleset)
+            rows = await pipe.execute()
+        out: list[tuple[float, int] | None] = []
+        for row in rows:
+            data = json.loads(row) if row else None
+            out.append(None if data is None else (float(data["rating"]), int(data["games"])))
+        return out
+
+    async def is_applied(self, match_id: str) -> bool:
+        return bool(await self.redis.sismember(self.APPLIED, match_id))
+
+    async def apply(
+        self, match_id: str, ruleset: str, changes: Sequence[tuple[str, str, int, float]], result: dict[str, Any]
+    ) -> int:
+        """``changes``: (bot, name, games read, new rating). 1 applied, 0 already applied, -1 stale."""
+        keys = [self.APPLIED, leaderboard_key(ruleset, "ELO"), f"ratings:results:{ruleset}", self.NAMES]
+        args: list[Any] = [match_id, ruleset, json.dumps(result, separators=(",", ":")), now_ms()]
+        for bot_id, name, games, rating in changes:
+            keys += [ratings_key(bot_id), history_key(bot_id, ruleset)]
+            args += [bot_id, name, games, repr(float(rating))]
+        return int(await self._apply(keys=keys, args=args))
+
+    async def results(self, ruleset: str) -> list[dict[str, Any]]:
+        return [json.loads(r) for r in await self.redis.lrange(f"ratings:results:{ruleset}", 0, -1)]
+
+    async def store_fit(self, ruleset: str, ratings: dict[str, float], games: dict[str, int]) -> None:
+        """Replace the fitted leaderboard at once (a rename), so readers never see half of it."""
+        staging = f"{leaderboard_key(ruleset, 'FITTED')}:staging"
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.delete(staging, f"ratings:fitted:{ruleset}:staging")
+            if ratings:
+                pipe.zadd(staging, ratings)
+                pipe.hset(f"ratings:fitted:{ruleset}:staging", mapping={b: games[b] for b in ratings})
+                pipe.rename(staging, leaderboard_key(ruleset, "FITTED"))
+                pipe.rename(f"ratings:fitted:{ruleset}:staging", f"ratings:fitted:{ruleset}")
+            await pipe.execute()
+
+    async def leaderboard(self, ruleset: str, method: str, first: int, offset: int) -> list[dict[str, Any]]:
+        rows = await self.redis.zrevrange(leaderboard_key(ruleset, method), offset, offset + first - 1, withscores=True)
+        ids = [r[0].decode() for r in rows]
+        if not ids:
+            return []
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hmget(self.NAMES, ids)
+            if method == "FITTED":
+                pipe.hmget(f"ratings:fitted:{ruleset}", ids)
+            else:
+                for bot_id in ids:
+                    pipe.hget(ratings_key(bot_id), ruleset)
+            answers = await pipe.execute()
+        names = answers[0]
+        if method == "FITTED":
+            games = [int(g or 0) for g in answers[1]]
+        else:
+            games = [json.loads(r)["games"] if r else 0 for r in answers[1:]]
+        return [
+            {"rank": offset + i + 1, "id": bot_id, "name": (names[i] or b"?").decode(), "rating": score, "games": games[i]}
+            for i, (bot_id, (_, score)) in enumerate(zip(ids, rows, strict=True))
+        ]
+
+    async def history(self, bot_id: str, ruleset: str) -> list[dict[str, Any]]:
+        return [json.loads(r) for r in await self.redis.lrange(history_key(bot_id, ruleset), 0, -1)]
+
+    async def fitted(self, bot_id: str, ruleset: str) -> float | None:
+        score = await self.redis.zscore(leaderboard_key(ruleset, "FITTED"), bot_id)
+        return None if score is None else float(score)

@@ -39,20 +39,3 @@ async def sweep_once(services: Services) -> int:
             if result == 0:
                 await services.matches.resync_deadline(match_id)
     return total
-
-
-async def sweep_forever(services: Services, stop: asyncio.Event) -> None:
-    store = services.matches.matches
-    while not stop.is_set():
-        try:
-            await sweep_once(services)
-            upcoming = await store.next_deadline()
-        except Exception:  # Redis away for a moment: keep the clock running
-            log.exception("deadline sweep failed; retrying")
-            upcoming = None
-            await asyncio.sleep(0.5)
-        wait = POLL_SECONDS if upcoming is None else min(POLL_SECONDS, max(0.0, (upcoming - now_ms()) / 1000))
-        try:
-            await asyncio.wait_for(stop.wait(), timeout=wait)
-        except TimeoutError:
-            pass

@@ -1,6 +1,7 @@
-"""``wizard-arena worker``: an RQ worker with its scheduler, plus the deadline sweeper.
+"""``wizard-arena worker``: an RQ worker with its scheduler, plus the clock (deadlines,
+settlements, tournaments).
 
-The sweeper runs on its own asyncio loop in a thread (it shares the async domain code with
+The clock runs on its own asyncio loop in a thread (it shares the async domain code with
 the API); RQ's worker keeps the main thread, where it handles signals."""
 
 from __future__ import annotations
@@ -14,20 +15,22 @@ from rq import Queue, Worker
 
 from service.services import Services
 from service.settings import Settings
-from worker.deadlines import sweep_forever
+from worker.clock import run_clock
 
 log = logging.getLogger("wizard_arena.worker")
 
 QUEUES = ("default",)
 
 
-class SweeperThread(threading.Thread):
+class ClockThread(threading.Thread):
+    """The clock (deadlines, settlements, tournaments) on its own asyncio loop."""
+
     def __init__(self, settings: Settings) -> None:
-        super().__init__(name="deadline-sweeper", daemon=True)
+        super().__init__(name="clock", daemon=True)
         self.settings = settings
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_event: asyncio.Event | None = None
-        self.started_sweeping = threading.Event()
+        self.ready = threading.Event()
 
     def run(self) -> None:
         asyncio.run(self._main())
@@ -36,9 +39,9 @@ class SweeperThread(threading.Thread):
         self._loop = asyncio.get_running_loop()
         self._stop_event = asyncio.Event()
         services = Services.open(self.settings)
-        self.started_sweeping.set()
+        self.ready.set()
         try:
-            await sweep_forever(services, self._stop_event)
+            await run_clock(services, self._stop_event)
         finally:
             await services.close()
 
@@ -49,13 +52,13 @@ class SweeperThread(threading.Thread):
 
 
 def run_worker(settings: Settings, burst: bool = False) -> None:
-    sweeper = SweeperThread(settings)
-    sweeper.start()
-    sweeper.started_sweeping.wait(10)
+    clock = ClockThread(settings)
+    clock.start()
+    clock.ready.wait(10)
     connection = Redis.from_url(settings.redis_url)  # type: ignore[arg-type]
     try:
         worker = Worker([Queue(name, connection=connection) for name in QUEUES], connection=connection)
         worker.work(with_scheduler=True, burst=burst, logging_level="INFO")
     finally:
-        sweeper.stop()
+        clock.stop()
         connection.close()

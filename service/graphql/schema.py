@@ -19,7 +19,14 @@ from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext, ExecutionResult, Info
 from strawberry.types.graphql import OperationType
 
-from service.errors import NotFound
+from service.errors import BadInput, NotFound
+from service.graphql.tournament_types import (
+    CreateTournamentInput,
+    LeaderboardEntry,
+    RatingMethod,
+    Tournament,
+    tournament_type,
+)
 from service.graphql.context import RequestContext
 from service.graphql.errors import ErrorCodes
 from service.graphql.types import (
@@ -28,6 +35,7 @@ from service.graphql.types import (
     CreateMatchInput,
     HouseBotKind,
     Match,
+    Ruleset,
     MoveInput,
     match_type,
 )
@@ -75,6 +83,29 @@ class Query:
         return None if live is None else _for(live, caller)
 
 
+    @strawberry.field
+    async def tournament(self, info: Ctx, id: strawberry.ID) -> Tournament | None:
+        try:
+            return tournament_type(await info.context.services.tournaments.get(str(id)))
+        except NotFound:
+            return None
+
+    @strawberry.field(description="Bots by rating, highest first (method: which rating; default ELO).")
+    async def leaderboard(
+        self, info: Ctx, ruleset: Ruleset, first: int = 50, offset: int = 0, method: RatingMethod = RatingMethod["ELO"]  # type: ignore[valid-type]
+    ) -> list[LeaderboardEntry]:
+        if not 1 <= first <= 500 or not 0 <= offset <= 1_000_000:
+            raise BadInput("first must be from 1 to 500 and offset from 0")
+        rows = await info.context.services.ratings.leaderboard(ruleset.value, method.value, first, offset)
+        return [
+            LeaderboardEntry(
+                rank=r["rank"], bot=Bot(id=strawberry.ID(r["id"]), name=r["name"]), rating=r["rating"],
+                games=r["games"], method=method,
+            )
+            for r in rows
+        ]
+
+
 @strawberry.type
 class Mutation:
     @strawberry.mutation(description="Registers a bot; the token is shown once and only its hash is kept.")
@@ -115,6 +146,44 @@ class Mutation:
         caller = await info.context.caller()
         live = await info.context.services.matches.submit_move(caller, str(match_id), move.to_dict(), expected_version)
         return _for(live, caller)
+
+
+    @strawberry.mutation(description="Schedules a tournament (RQ starts it at startsAt).")
+    async def create_tournament(self, info: Ctx, input: CreateTournamentInput) -> Tournament:
+        caller = await info.context.caller()
+        services = info.context.services
+        spec = {
+            "name": input.name,
+            "ruleset": input.ruleset.value,
+            "variants": [v.value for v in input.variants],
+            "players_per_match": input.players_per_match,
+            "format": input.format.value,
+            "rounds": input.rounds,
+            "duration_minutes": input.duration_minutes,
+            "starts_at_ms": None if input.starts_at is None else int(input.starts_at.timestamp() * 1000),
+            "move_timeout_ms": input.move_timeout_ms,
+            "rated": input.rated,
+            "duplicate": input.duplicate,
+        }
+        t = await services.tournaments.create(caller, spec, [str(b) for b in input.bots], [k.value for k in input.house_bots])
+        await services.enqueue("worker.jobs.advance_tournament", t.id, job_id=f"start-{t.id}", at_ms=t.spec.starts_at_ms)
+        return tournament_type(t)
+
+    @strawberry.mutation(description="Enters the caller (until the tournament starts).")
+    async def join_tournament(self, info: Ctx, tournament_id: strawberry.ID) -> Tournament:
+        caller = await info.context.caller()
+        return tournament_type(await info.context.services.tournaments.join(caller, str(tournament_id)))
+
+    @strawberry.mutation(description="Cancels a tournament (its creator only); matches under way play on.")
+    async def cancel_tournament(self, info: Ctx, tournament_id: strawberry.ID) -> Tournament:
+        caller = await info.context.caller()
+        return tournament_type(await info.context.services.tournaments.cancel(caller, str(tournament_id)))
+
+    @strawberry.mutation(description="Asks the workers to refit a ruleset's FITTED ratings from its whole history.")
+    async def refit_ratings(self, info: Ctx, ruleset: Ruleset) -> bool:  # type: ignore[valid-type]
+        await info.context.caller()
+        await info.context.services.enqueue_fit(ruleset.value)
+        return True
 
 
 @strawberry.type

@@ -43,10 +43,22 @@ class Bot:
     id: strawberry.ID
     name: str
 
-    @strawberry.field(description="Ratings per ruleset; empty until the bot has played a rated match.")
+    @strawberry.field(description="Elo ratings per ruleset; empty until the bot has played a rated match.")
     async def ratings(self, info: Info[RequestContext, None]) -> list[Rating]:
         rows = await info.context.services.ratings_of(str(self.id))
         return [Rating(ruleset=EngineRuleset(r["ruleset"]), rating=r["rating"], games=r["games"]) for r in rows]
+
+    @strawberry.field(description="The Elo rating after each rated match, oldest first.")
+    async def rating_history(self, info: Info[RequestContext, None], ruleset: Ruleset) -> list[RatingPoint]:  # type: ignore[valid-type]
+        rows = await info.context.services.ratings.history(str(self.id), ruleset.value)
+        return [RatingPoint(rating=r["rating"], match_id=strawberry.ID(r["matchId"]), at=_datetime(r["at"])) for r in rows]  # type: ignore[arg-type]
+
+
+@strawberry.type
+class RatingPoint:
+    rating: float
+    match_id: strawberry.ID
+    at: datetime
 
 
 @strawberry.type(description="registerBot's answer: the token is shown only this once.")

@@ -1,0 +1,126 @@
+"""GraphQL types of tournaments, ratings and leaderboards."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+
+import strawberry
+from strawberry.types import Info
+
+from service.graphql.context import RequestContext
+from service.graphql.types import Bot, HouseBotKind, Match, Ruleset, Variant, _datetime, match_type
+from service.tournaments import FORMATS, Tournament as DomainTournament
+from wizard import Ruleset as EngineRuleset
+
+TournamentFormat = strawberry.enum(Enum("TournamentFormat", {f: f for f in FORMATS}), name="TournamentFormat")  # type: ignore[misc]
+TournamentStatus = strawberry.enum(
+    Enum("TournamentStatus", {s: s for s in ("SCHEDULED", "RUNNING", "FINISHED", "CANCELLED")}),  # type: ignore[misc]
+    name="TournamentStatus",
+)
+RatingMethod = strawberry.enum(
+    Enum("RatingMethod", {"ELO": "ELO", "FITTED": "FITTED"}),  # type: ignore[misc]
+    name="RatingMethod",
+    description="ELO: moved by every rated match as it ends. FITTED: a fit of the whole history of "
+    "final scores (refitted after each tournament and on demand).",
+)
+
+
+@strawberry.type
+class Standing:
+    rank: int
+    bot: Bot
+    points: float = strawberry.field(description="Placement points: at a table of n, first n-1 … last 0; ties share.")
+    matches: int
+    score: int = strawberry.field(description="Total final score over its matches (the tie-break).")
+
+
+@strawberry.type
+class Tournament:
+    id: strawberry.ID
+    name: str
+    ruleset: Ruleset  # type: ignore[valid-type]
+    variants: list[Variant]  # type: ignore[valid-type]
+    players_per_match: int
+    format: TournamentFormat  # type: ignore[valid-type]
+    rounds: int | None
+    duration_minutes: int | None
+    starts_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    move_timeout_ms: int
+    rated: bool
+    duplicate: bool
+    status: TournamentStatus  # type: ignore[valid-type]
+    created_by: strawberry.ID
+    entrants: list[Bot]
+    standings: list[Standing]
+    match_ids: strawberry.Private[list[str]]
+
+    @strawberry.field(description="The tournament's matches, oldest first, as the caller may see them.")
+    async def matches(self, info: Info[RequestContext, None]) -> list[Match]:
+        caller = await info.context.optional_caller()
+        stored = await info.context.services.matches.matches.load_many(self.match_ids)
+        return [
+            match_type(s.match, s.match.seat_of(caller.bot_id) if caller else None) for s in stored if s is not None
+        ]
+
+
+def tournament_type(t: DomainTournament) -> Tournament:
+    spec = t.spec
+    entrants = [Bot(id=strawberry.ID(e["id"]), name=e["name"]) for e in t.entrants]
+    ids = [m for slot_id in sorted(t.slots, key=lambda s: t.slots[s]["created"]) for m in t.match_ids(slot_id)]
+    return Tournament(
+        id=strawberry.ID(t.id),
+        name=spec.name,
+        ruleset=EngineRuleset(spec.ruleset),
+        variants=list(spec.variants),  # type: ignore[arg-type]
+        players_per_match=spec.players_per_match,
+        format=TournamentFormat[spec.format],
+        rounds=spec.rounds,
+        duration_minutes=spec.duration_minutes,
+        starts_at=_datetime(spec.starts_at_ms),  # type: ignore[arg-type]
+        started_at=_datetime(t.started_ms),
+        finished_at=_datetime(t.finished_ms),
+        move_timeout_ms=spec.move_timeout_ms,
+        rated=spec.rated,
+        duplicate=spec.duplicate,
+        status=TournamentStatus[t.status],
+        created_by=strawberry.ID(spec.created_by),
+        entrants=entrants,
+        standings=[
+            Standing(rank=r["rank"], bot=entrants[r["entrant"]], points=r["points"], matches=r["matches"], score=r["score"])
+            for r in t.standings()
+        ],
+        match_ids=ids,
+    )
+
+
+@strawberry.type
+class LeaderboardEntry:
+    rank: int
+    bot: Bot
+    rating: float
+    games: int
+    method: RatingMethod  # type: ignore[valid-type]
+
+
+@strawberry.input
+class CreateTournamentInput:
+    name: str
+    ruleset: Ruleset = EngineRuleset.WIZARD  # type: ignore[valid-type]
+    variants: list[Variant] = strawberry.field(default_factory=list)  # type: ignore[valid-type]
+    players_per_match: int = 4
+    format: TournamentFormat = strawberry.field(default=TournamentFormat["ROUND_ROBIN"])  # type: ignore[valid-type]
+    rounds: int | None = strawberry.field(default=None, description="ROUND_ROBIN and SWISS")
+    duration_minutes: int | None = strawberry.field(default=None, description="ARENA")
+    starts_at: datetime | None = strawberry.field(default=None, description="Default: now.")
+    move_timeout_ms: int | None = None
+    rated: bool = True
+    duplicate: bool = strawberry.field(
+        default=False, description="Replay each set of deals with the seats rotated (one match per seat)."
+    )
+    bots: list[strawberry.ID] = strawberry.field(default_factory=list, description="Entrants; more may join until the start.")
+    house_bots: list[HouseBotKind] = strawberry.field(  # type: ignore[valid-type]
+        default_factory=list, description="House bots entered as entrants of their own (kinds: RANDOM, HEURISTIC)."
+    )
