@@ -65,7 +65,7 @@ class TournamentSpec:
     players_per_match: int
     format: str
     rounds: int | None
-    duration_minutes: int | None
+    duration_minutes: float | None
     starts_at_ms: int
     move_timeout_ms: int
     rated: bool
@@ -213,8 +213,8 @@ class TournamentService:
         rounds, duration = spec.get("rounds"), spec.get("duration_minutes")
         if fmt in ("ROUND_ROBIN", "SWISS") and (not isinstance(rounds, int) or not 1 <= rounds <= 200):
             raise BadInput(f"{fmt} needs rounds from 1 to 200")
-        if fmt == "ARENA" and (not isinstance(duration, int) or not 1 <= duration <= 7 * 24 * 60):
-            raise BadInput("ARENA needs durationMinutes from 1 to 10080")
+        if fmt == "ARENA" and (not isinstance(duration, int | float) or not 0.05 <= duration <= 7 * 24 * 60):
+            raise BadInput("ARENA needs durationMinutes from 0.05 to 10080")
         timeout = spec.get("move_timeout_ms") or s.default_move_timeout_ms
         if not s.min_move_timeout_ms <= timeout <= s.max_move_timeout_ms:
             raise BadInput(f"moveTimeoutMs must be from {s.min_move_timeout_ms} to {s.max_move_timeout_ms}")
@@ -378,7 +378,7 @@ class TournamentService:
 
     async def _arena(self, t: Tournament, busy: set[int], now: int) -> None:
         started = t.started_ms or now
-        end = started + (t.spec.duration_minutes or 0) * 60_000
+        end = started + int((t.spec.duration_minutes or 0) * 60_000)
         if now >= end:
             if not busy:
                 await self._finish(t)

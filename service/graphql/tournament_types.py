@@ -44,7 +44,7 @@ class Tournament:
     players_per_match: int
     format: TournamentFormat  # type: ignore[valid-type]
     rounds: int | None
-    duration_minutes: int | None
+    duration_minutes: float | None
     starts_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -113,7 +113,7 @@ class CreateTournamentInput:
     players_per_match: int = 4
     format: TournamentFormat = strawberry.field(default=TournamentFormat["ROUND_ROBIN"])  # type: ignore[valid-type]
     rounds: int | None = strawberry.field(default=None, description="ROUND_ROBIN and SWISS")
-    duration_minutes: int | None = strawberry.field(default=None, description="ARENA")
+    duration_minutes: float | None = strawberry.field(default=None, description="ARENA (fractions allowed)")
     starts_at: datetime | None = strawberry.field(default=None, description="Default: now.")
     move_timeout_ms: int | None = None
     rated: bool = True
