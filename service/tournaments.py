@@ -384,12 +384,18 @@ class TournamentService:
                 await self._finish(t)
             return
         k = t.spec.players_per_match
+        played: dict[int, int] = {}
         last_played: dict[int, int] = {}
         for slot in t.slots.values():
             for e in slot["table"]:
                 if e is not None:
+                    played[e] = played.get(e, 0) + 1
                     last_played[e] = max(last_played.get(e, 0), slot.get("ended", slot["created"]))
-        free = sorted((e for e in range(len(t.entrants)) if e not in busy), key=lambda e: (last_played.get(e, 0), e))
+        # fewest tables so far first, then the longest wait: everyone plays about as often
+        free = sorted(
+            (e for e in range(len(t.entrants)) if e not in busy),
+            key=lambda e: (played.get(e, 0), last_played.get(e, 0), e),
+        )
         count = len(t.slots)
         # a table as soon as enough entrants are free; house bots fill in when nobody else
         # is playing (so no entrant waits for a table that would never fill)
