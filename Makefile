@@ -22,6 +22,10 @@ run: setup
 bench: setup
 	$(BIN)/wizard-arena bench engine --ruleset WIZARD --players 4 --seconds 5 --json
 	$(BIN)/wizard-arena bench bots --json
+	$(BIN)/wizard-arena bench service --seconds 20 --json
+	$(BIN)/wizard-arena bench deadlines --json
+	$(BIN)/wizard-arena bench tournament --json
+	$(BIN)/wizard-arena bench ratings --json
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

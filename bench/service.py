@@ -20,6 +20,7 @@ import json
 import os
 import platform
 import random
+import shutil
 import socket
 import subprocess
 import sys
@@ -304,6 +305,7 @@ def bench_service(clients: int, seconds: float, seed: int, url: str | None) -> d
             process.wait(15)
         if embedded is not None:
             embedded.stop()
+            shutil.rmtree(embedded.data_dir, ignore_errors=True)
 
 
 def _wait_healthy(host: str, port: int, timeout: float = 30) -> None:

@@ -41,6 +41,32 @@ def _bench_service(args: argparse.Namespace) -> None:
         print(json.dumps(result, indent=2))
 
 
+def _print_nested(result: dict, as_json: bool) -> None:  # type: ignore[type-arg]
+    print(json.dumps(result, separators=(",", ":")) if as_json else json.dumps(result, indent=2))
+
+
+def _bench_ratings(args: argparse.Namespace) -> None:
+    from bench.ratings import bench_ratings
+
+    _print_nested(bench_ratings(args.seeds, args.limit, args.seed), args.json)
+
+
+def _bench_deadlines(args: argparse.Namespace) -> None:
+    from bench.deadlines import bench_deadlines
+
+    result = bench_deadlines(args.timeouts, args.matches, args.players, args.house_bots, args.move_timeout_ms)
+    _print_nested(result, args.json)
+
+
+def _bench_tournament(args: argparse.Namespace) -> None:
+    from bench.tournament import bench_tournament
+
+    result = bench_tournament(
+        args.entrants, args.players, args.rounds, args.workers, args.engine_seconds, args.move_timeout_ms
+    )
+    _print_nested(result, args.json)
+
+
 def _configure_logging(level: str) -> None:
     import logging
 
@@ -178,6 +204,36 @@ def build_parser() -> argparse.ArgumentParser:
     service.add_argument("--url", help="a running server (default: start Redis and one serve process)")
     service.add_argument("--json", action="store_true", help="print one JSON line")
     service.set_defaults(run=_bench_service)
+
+    ratings = benches.add_parser("ratings", help="matches until each rating method finds the true order of simulated bots")
+    ratings.add_argument("--seeds", type=int, default=20, help="simulated fields of 20 bots, averaged")
+    ratings.add_argument("--limit", type=int, default=3000, help="matches per seed at most")
+    ratings.add_argument("--seed", type=int, default=1, help="the first seed")
+    ratings.add_argument("--json", action="store_true", help="print one JSON line")
+    ratings.set_defaults(run=_bench_ratings)
+
+    deadlines = benches.add_parser(
+        "deadlines", help="how late the worker's fallback move lands after a missed deadline (Redis, serve, 1 worker)"
+    )
+    deadlines.add_argument("--timeouts", type=int, default=300, help="timeout moves to wait for at least")
+    deadlines.add_argument("--matches", type=int, default=8, help="matches at once")
+    deadlines.add_argument("--players", type=int, default=4, choices=range(3, 7))
+    deadlines.add_argument("--house-bots", type=int, default=1, help="house bots per match; the other seats never move")
+    deadlines.add_argument("--move-timeout-ms", type=int, default=100, help="the matches' moveTimeoutMs")
+    deadlines.add_argument("--json", action="store_true", help="print one JSON line")
+    deadlines.set_defaults(run=_bench_deadlines)
+
+    tournament = benches.add_parser(
+        "tournament", help="a round robin of house bots end to end through Redis and the workers, against the engine"
+    )
+    tournament.add_argument("--entrants", type=int, default=16, help="house bot entrants (HEURISTIC, RANDOM, ...)")
+    tournament.add_argument("--players", type=int, default=4, choices=range(3, 7), help="players per match")
+    tournament.add_argument("--rounds", type=int, default=5)
+    tournament.add_argument("--workers", type=int, default=1, help="worker processes")
+    tournament.add_argument("--move-timeout-ms", type=int, help="the tournament's moveTimeoutMs (default: the server's)")
+    tournament.add_argument("--engine-seconds", type=float, default=3.0, help="least time for the in-process comparison")
+    tournament.add_argument("--json", action="store_true", help="print one JSON line")
+    tournament.set_defaults(run=_bench_tournament)
     return parser
 
 

@@ -325,12 +325,17 @@ class MatchService:
         await self.matches.set_deadline(match_id, None if stored is None else stored.match.deadline_ms)
 
     async def _act_for_seats(self, match_id: str, overdue_only: bool) -> int:
-        made = 0
-        for _ in range(COMMIT_ATTEMPTS * 8):
-            stored = await self.matches.load(match_id)
-            if stored is None:
-                return made
-            match = stored.match
+        """Make the house bots' moves (and, with ``overdue_only``, the fallback moves of seats
+        past their deadline) until a registered bot must act in time. After a commit the
+        match in hand is the stored one, so it is read again only after a lost race."""
+        made = lost = 0
+        match: LiveMatch | None = None
+        while lost < COMMIT_ATTEMPTS:
+            if match is None:
+                stored = await self.matches.load(match_id)
+                if stored is None:
+                    return made
+                match = stored.match
             now = now_ms()
             overdue = match.deadline_ms is not None and match.deadline_ms <= now
             house = self._house_to_act(match)
@@ -349,8 +354,11 @@ class MatchService:
                 made += 1
                 if self._on_change is not None:
                     self._on_change(match, event)
-                if match.status in (MatchStatus.FINISHED, MatchStatus.ABORTED):
+                if match.ended:
                     await self.bots.match_over(match.bot_ids(), match.id)
+            else:
+                lost += 1
+                match = None  # changed by someone else meanwhile: decide again on what is stored
         return made
 
     # ------------------------------------------------------------------ waiting

@@ -1,0 +1,291 @@
+"""``wizard-arena bench deadlines``: how late the server's fallback move lands after a
+missed deadline.
+
+Starts an embedded Redis, one ``wizard-arena serve`` process and one ``wizard-arena worker``
+process (whose clock thread sweeps the deadlines), registers bots that never move, seats
+them (with house bots, if asked) in matches with a short ``moveTimeoutMs`` and waits until
+the worker has made at least the requested number of timeout moves. Then every match's
+event stream is read: an entry's id is Redis's own millisecond clock at the commit, and the
+event before a timeout move carries the deadline in force (``dl``), so
+
+    lateness = timeout event's id (ms) - previous event's "dl".
+
+The matches are started a fraction of the timeout apart, so their deadlines fall at
+independent moments, as those of unrelated matches do.
+
+:class:`Arena` (Redis, serve, workers; always cleaned up) is shared with
+``bench/tournament.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from bench.service import HttpConnection, _free_port, _gql, _register, _wait_healthy, percentile
+
+#: The issue's target: the fallback move lands within this many ms of the deadline at p99.
+TARGET_P99_MS = 100
+
+
+def machine() -> str:
+    return f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+class Arena:
+    """An embedded Redis, one ``serve`` process and ``workers`` worker processes, for one
+    benchmark. A context manager: whatever happens inside (an error, Ctrl-C, SIGTERM), the
+    processes are terminated (killed if they do not stop) and Redis is stopped on exit. The
+    children's output goes to log files in a temporary folder, removed unless the benchmark
+    failed (its path is then printed to stderr)."""
+
+    def __init__(self, workers: int = 1, serve_env: dict[str, str] | None = None, log_level: str = "warning") -> None:
+        self.workers = workers
+        self.serve_env = serve_env or {}
+        self.log_level = log_level
+        self.folder = Path(tempfile.mkdtemp(prefix="wza-bench-"))
+        self.redis_url = ""
+        self.host = "127.0.0.1"
+        self.port = 0
+        self._embedded: Any = None
+        self._serve: subprocess.Popen[bytes] | None = None
+        self._workers: list[subprocess.Popen[bytes]] = []
+        self._logs: list[Any] = []
+        self._previous_sigterm: Any = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> Arena:
+        if threading.current_thread() is threading.main_thread():
+            # SIGTERM as an exception, so that __exit__ runs and nothing is left behind
+            self._previous_sigterm = signal.signal(signal.SIGTERM, _raise_on_sigterm)
+        try:
+            self._start()
+        except BaseException:
+            self._stop(failed=True)
+            raise
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self._stop(failed=kind is not None)
+
+    def _start(self) -> None:
+        from service.embedded_redis import EmbeddedRedis
+
+        self._embedded = EmbeddedRedis(self.folder / "redis", appendonly=False)
+        self.redis_url = self._embedded.start()
+        base = {**os.environ, "REDIS_URL": self.redis_url}
+        self.port = _free_port()
+        self._serve = self._spawn(
+            ["serve", "--port", str(self.port), "--log-level", self.log_level],
+            {
+                **base,
+                "ARENA_RATE_LIMIT_PER_SECOND": "100000",
+                "ARENA_RATE_LIMIT_BURST": "100000",
+                **self.serve_env,
+            },
+            "serve.log",
+        )
+        for n in range(self.workers):
+            self._workers.append(self._spawn(["worker", "--log-level", self.log_level], base, f"worker-{n}.log"))
+        _wait_healthy(self.host, self.port)
+        self._wait_workers()
+
+    def _spawn(self, args: list[str], env: dict[str, str], log_name: str) -> subprocess.Popen[bytes]:
+        log = open(self.folder / log_name, "wb")  # noqa: SIM115 - closed in _stop
+        self._logs.append(log)
+        return subprocess.Popen(
+            [sys.executable, "-m", "service.cli", *args], env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            start_new_session=True,  # Ctrl-C reaches this process only, which then stops the children
+        )
+
+    def _wait_workers(self, timeout: float = 30) -> None:
+        """Until every worker has registered with RQ (its clock thread starts just before)."""
+        import redis
+        from rq import Worker
+
+        connection = redis.Redis.from_url(self.redis_url)
+        try:
+            end = time.monotonic() + timeout
+            while Worker.count(connection=connection) < self.workers:
+                for process in self._workers:
+                    if process.poll() is not None:
+                        raise RuntimeError(f"a worker exited with {process.returncode}; see {self.folder}")
+                if time.monotonic() > end:
+                    raise RuntimeError(f"the workers did not start in {timeout} s; see {self.folder}")
+                time.sleep(0.05)  # nothing to wait on: RQ registers workers in a set
+        finally:
+            connection.close()
+
+    def _stop(self, failed: bool) -> None:
+        for process in [*self._workers, self._serve]:
+            if process is not None and process.poll() is None:
+                process.terminate()
+        for process in [*self._workers, self._serve]:
+            if process is None:
+                continue
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                # e.g. an RQ worker waiting for its job (work horse) to end: the whole group,
+                # its work horse with it (each child leads a process group of its own)
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        self._workers, self._serve = [], None
+        if self._embedded is not None:
+            self._embedded.stop()
+            self._embedded = None
+        for log in self._logs:
+            log.close()
+        self._logs = []
+        if self._previous_sigterm is not None:
+            signal.signal(signal.SIGTERM, self._previous_sigterm)
+            self._previous_sigterm = None
+        if failed:
+            print(f"benchmark failed: the processes' logs are in {self.folder}", file=sys.stderr)
+        else:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    # ------------------------------------------------------------------ for the benchmarks
+    def check_alive(self) -> None:
+        for process in [self._serve, *self._workers]:
+            if process is not None and process.poll() is not None:
+                raise RuntimeError(f"{' '.join(map(str, process.args))} exited with {process.returncode}; see {self.folder}")
+
+
+def _raise_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def stream_ms(entry_id: bytes) -> int:
+    """The millisecond part of a stream entry id (Redis's clock when it was added)."""
+    return int(entry_id.split(b"-")[0])
+
+
+def lateness_of(entries: list[tuple[bytes, dict[bytes, bytes]]]) -> list[int]:
+    """For each timeout move in one match's event stream: its time minus the deadline in
+    force before it (the previous event's ``dl``)."""
+    out = []
+    previous: dict[str, Any] | None = None
+    for entry_id, fields in entries:
+        event = json.loads(fields[b"e"])
+        if event.get("t") == "move" and event.get("by") == "timeout" and previous is not None and previous.get("dl"):
+            out.append(stream_ms(entry_id) - int(previous["dl"]))
+        previous = event
+    return out
+
+
+async def _deadlines(
+    arena: Arena, timeouts: int, matches: int, players: int, house_bots: int, move_timeout_ms: int, wait_seconds: float
+) -> dict[str, Any]:
+    import redis.asyncio
+
+    conn = HttpConnection(arena.host, arena.port)
+    store = redis.asyncio.Redis.from_url(arena.redis_url)
+    try:
+        silent = [await _register(conn, f"silent-{os.getpid()}-{s}") for s in range(players - house_bots)]
+        match_ids: list[str] = []
+        for _ in range(matches):
+            created = await _gql(
+                conn, "mutation($i: CreateMatchInput!) { createMatch(input: $i) { id } }",
+                {"i": {"players": players, "moveTimeoutMs": move_timeout_ms}}, silent[0],
+            )
+            match_id = created["createMatch"]["id"]
+            for n in range(house_bots):
+                kind = "HEURISTIC" if n % 2 == 0 else "RANDOM"
+                await _gql(conn, "mutation($m: ID!, $k: HouseBotKind!) { addHouseBot(matchId: $m, kind: $k) { version } }",
+                           {"m": match_id, "k": kind}, silent[0])
+            for token in silent:  # the last seat taken starts the match and its first deadline
+                await _gql(conn, "mutation($m: ID!) { joinMatch(matchId: $m) { version } }", {"m": match_id}, token)
+            match_ids.append(match_id)
+            await asyncio.sleep(move_timeout_ms / 1000 / matches)  # deadlines at independent moments
+        started = time.perf_counter()
+
+        # count the timeout moves as they come, reading each stream on from where it was left
+        positions = {m: b"-" for m in match_ids}
+        seen = 0
+        last_progress, last_seen = time.monotonic(), 0
+        while seen < timeouts:
+            await asyncio.sleep(0.25)
+            arena.check_alive()
+            for match_id in match_ids:
+                rows = await store.xrange(f"{{m:{match_id}}}:events", min=positions[match_id])
+                if positions[match_id] != b"-":
+                    rows = rows[1:]  # the entry already counted
+                for entry_id, fields in rows:
+                    positions[match_id] = entry_id
+                    seen += json.loads(fields[b"e"]).get("by") == "timeout"
+            if seen > last_seen:
+                last_progress, last_seen = time.monotonic(), seen
+            elif time.monotonic() - last_progress > wait_seconds:
+                raise RuntimeError(f"no timeout move for {wait_seconds} s ({seen} so far); see {arena.folder}")
+        elapsed = time.perf_counter() - started
+
+        late: list[int] = []
+        moves = {"timeout": 0, "house": 0, "bot": 0}
+        for match_id in match_ids:
+            entries = await store.xrange(f"{{m:{match_id}}}:events")
+            late += lateness_of(entries)
+            for _, fields in entries:
+                by = json.loads(fields[b"e"]).get("by")
+                if by in moves:
+                    moves[by] += 1
+    finally:
+        await store.aclose()
+        await conn.close()
+    late.sort()
+    values = [float(v) for v in late]
+    p99 = percentile(values, 0.99)
+    return {
+        "benchmark": "deadlines",
+        "machine": machine(),
+        "matches": matches,
+        "players": players,
+        "house_bots_per_match": house_bots,
+        "move_timeout_ms": move_timeout_ms,
+        "timeouts": len(late),
+        "house_moves": moves["house"],
+        "seconds": round(elapsed, 1),
+        "lateness_ms": {
+            "mean": round(sum(values) / len(values), 1) if values else None,
+            "p50": percentile(values, 0.50),
+            "p90": percentile(values, 0.90),
+            "p99": p99,
+            "max": late[-1] if late else None,
+        },
+        "target_p99_ms": TARGET_P99_MS,
+        "target_met": bool(late) and p99 <= TARGET_P99_MS,
+    }
+
+
+def bench_deadlines(
+    timeouts: int = 300,
+    matches: int = 8,
+    players: int = 4,
+    house_bots: int = 1,
+    move_timeout_ms: int = 100,
+    wait_seconds: float = 30.0,
+) -> dict[str, Any]:
+    """Run the deadline benchmark; one serve process and one worker (see the module text)."""
+    if not 0 <= house_bots < players:
+        raise ValueError(f"house bots per match must be from 0 to {players - 1} (at least one silent bot)")
+    if timeouts < 1 or matches < 1 or move_timeout_ms < 1:
+        raise ValueError("timeouts, matches and the move timeout must be positive")
+    # the server refuses timeouts below ARENA_MIN_MOVE_TIMEOUT_MS (default 100)
+    serve_env = {"ARENA_MIN_MOVE_TIMEOUT_MS": str(min(100, move_timeout_ms))}
+    with Arena(workers=1, serve_env=serve_env) as arena:
+        return asyncio.run(_deadlines(arena, timeouts, matches, players, house_bots, move_timeout_ms, wait_seconds))
+
+
+__all__ = ["Arena", "bench_deadlines", "lateness_of"]
