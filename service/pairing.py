@@ -38,7 +38,8 @@ def _split(order: Sequence[int], per_table: int) -> list[list[int | None]]:
 
 def seat_tables(tables: list[list[int | None]], seat_counts: dict[int, list[int]]) -> list[Table]:
     """Order each table's seats so that everyone sits where it has sat least (over all
-    rounds, everyone sits in every position as evenly as the rounds allow)."""
+    rounds, seats spread evenly, chosen greedily round by round: counts stay close, not
+    always equal)."""
     seated = []
     for table in tables:
         best: tuple[int | None, ...] | None = None

@@ -15,6 +15,7 @@ is written only if absent.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import random
@@ -179,7 +180,7 @@ class TournamentStore:
     async def due(self, now: int) -> list[str]:
         return [t.decode() for t in await self.redis.zrangebyscore(ACTIVE, "-inf", now)]
 
-    async def lock(self, tid: str, seconds: float = 30) -> str | None:
+    async def lock(self, tid: str, seconds: float = 10) -> str | None:
         token = secrets.token_hex(8)
         ok = await self.redis.set(f"{{tn:{tid}}}:lock", token, nx=True, px=int(seconds * 1000))
         return token if ok else None
@@ -270,8 +271,23 @@ class TournamentService:
         t = await self.get(tid)
         if t.spec.created_by != caller.bot_id:
             raise Forbidden("only the tournament's creator may cancel it")
-        if t.status not in ("SCHEDULED", "RUNNING") or not await self.store.move_status(tid, t.status, "CANCELLED", "finished"):
-            raise MatchNotActive(f"tournament {tid} is {t.status}: it can no longer be cancelled")
+        # under the advance lock: an advance under way (which read RUNNING) would otherwise
+        # start the next round just after the cancel. A lock still held after a few seconds
+        # is a dead worker's: cancel anyway.
+        token = None
+        for _ in range(60):
+            token = await self.store.lock(tid)
+            if token is not None:
+                break
+            await asyncio.sleep(0.05)
+        try:
+            t = await self.get(tid)
+            if t.status not in ("SCHEDULED", "RUNNING") or not await self.store.move_status(tid, t.status, "CANCELLED", "finished"):
+                raise MatchNotActive(f"tournament {tid} is {t.status}: it can no longer be cancelled")
+            await self._settle_cut_short(t)
+        finally:
+            if token is not None:
+                await self.store.unlock(tid, token)
         return await self.get(tid)
 
     # ------------------------------------------------------------------ running it
@@ -437,9 +453,27 @@ class TournamentService:
             match = stored.match
             if match.settings.tournament:
                 await self.advance(match.settings.tournament)  # settles the table once it is complete
+                t = await self.store.load(match.settings.tournament)
+                if t is not None and t.status == "CANCELLED":
+                    await self._settle_cut_short(t)  # it played on after the cancel
             else:
                 await self.settle_match(match)
         await self.match_store.redis.zrem("matches:unsettled", match_id)
+
+    async def _settle_cut_short(self, t: Tournament) -> None:
+        """The unsettled tables of a cancelled tournament (no more turns or rounds come):
+        each whose matches have all ended gets their rating changes, once, and a duplicate
+        set cut short publishes its matches (no standings: the tournament has none)."""
+        for slot_id, slot in t.slots.items():
+            if slot.get("done"):
+                continue
+            ids = t.match_ids(slot_id)
+            existing = [s.match for s in await self.match_store.load_many(ids) if s is not None]
+            if existing and all(m.ended for m in existing):
+                for match in existing:
+                    await self.settle_match(match)
+                if t.spec.duplicate:
+                    await self.match_store.unseal(ids)
 
     async def apply_elo(self, match: LiveMatch) -> None:
         ruleset = match.ruleset.value

@@ -4,6 +4,7 @@ client with the API's common operations."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -30,24 +31,33 @@ class Process:
         self._log_file = log.open("wb")
         self.popen = subprocess.Popen(
             [sys.executable, "-m", "service.cli", *args], env=env, stdout=self._log_file, stderr=subprocess.STDOUT,
-            cwd=REPO,
+            cwd=REPO, start_new_session=True,  # its own process group: a worker's RQ children die with it
         )
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
 
     def stop(self, sig_kill: bool = False) -> None:
+        """Terminate (or, with ``sig_kill``, SIGKILL at once, as a crash would) the process
+        and whatever it started (a worker's RQ scheduler and work horse)."""
         if self.popen.poll() is None:
             if sig_kill:
-                self.popen.kill()
+                self._kill_group()
             else:
                 self.popen.terminate()
             try:
                 self.popen.wait(15)
             except subprocess.TimeoutExpired:
-                self.popen.kill()
+                self._kill_group()
                 self.popen.wait()
+        self._kill_group()  # any child left behind
         self._log_file.close()
+
+    def _kill_group(self) -> None:
+        try:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 class Api:
