@@ -104,6 +104,8 @@ class LiveMatch:
     deadline_ms: int | None = None
     #: a finished match of a duplicate set still being played shows nothing of its play
     sealed: bool = False
+    #: the id of the match's latest event in Redis, as last read or written (not stored)
+    event_id: bytes | None = None
 
     @classmethod
     def new(cls, match_id: str, settings: MatchSettings, state: MatchState) -> LiveMatch:
@@ -113,7 +115,7 @@ class LiveMatch:
     def copy(self) -> LiveMatch:
         return LiveMatch(
             self.id, self.settings, self.state.copy(), self.version, self.status,
-            list(self.seats), list(self.timeouts), self.deadline_ms, self.sealed,
+            list(self.seats), list(self.timeouts), self.deadline_ms, self.sealed, self.event_id,
         )
 
     # ------------------------------------------------------------------ reading
@@ -169,8 +171,9 @@ class LiveMatch:
     def play(self, seat: int, action: int, by: str, now_ms: int) -> dict[str, Any]:
         """``seat`` plays ``action`` (raises the engine's typed error if it may not).
 
-        The deadline restarts whenever a seat that was not awaited before must now act;
-        while simultaneous bids are being collected it stays where it was."""
+        The deadline restarts whenever a seat must act anew (also the seat that just moved,
+        when it leads the next trick); only while simultaneous bids are being collected (the
+        awaited seats a strict subset of those before) does it stay where it was."""
         before = self.awaiting()
         event: dict[str, Any] = {"t": "move", "seat": seat, "a": action, "by": by, "dl": self.deadline_ms}
         self.apply_event(event)
@@ -186,7 +189,7 @@ class LiveMatch:
         after = self.awaiting()
         if not after:
             deadline = None
-        elif set(after) <= set(before) and self.deadline_ms is not None:
+        elif set(after) < set(before) and self.deadline_ms is not None:
             deadline = self.deadline_ms
         else:
             deadline = now_ms + self.settings.move_timeout_ms

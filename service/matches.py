@@ -139,6 +139,8 @@ class MatchService:
             )
         if spec.deals is not None and spec.rated:
             raise BadInput("a match with stacked deals is never rated: drop `deals` or set rated: false")
+        if spec.seed is not None and spec.rated:
+            raise BadInput("a rated match is dealt from a seed the server draws: drop `seed` or set rated: false")
         config = MatchConfig.create(spec.ruleset, spec.players, spec.variants, spec.first_dealer, spec.deals)
         seed = spec.seed if spec.seed is not None else secrets.token_urlsafe(24)
         state = new_match(config, seed)
@@ -165,11 +167,7 @@ class MatchService:
         match.sealed = sealed
         if not await self.matches.create(match, events, sealed):
             return None
-        await self.bots.seated([h.id for h in holders if h.house is None], match.id)
-        if self._house_to_act(match) and not self._closed:
-            task = asyncio.create_task(self.play_house_turns(match.id))
-            self._house_tasks.add(task)
-            task.add_done_callback(self._house_tasks.discard)
+        self._start_house_turns(match)
         return match
 
     async def join(self, caller: Caller, match_id: str, seat: int | None) -> LiveMatch:
@@ -291,14 +289,15 @@ class MatchService:
         return json.dumps(match.state.record().to_dict(), separators=(",", ":"))
 
     async def _committed(self, match: LiveMatch, event: dict[str, Any]) -> None:
-        """What follows a commit: bookkeeping of open matches, and the house bots' turns."""
+        """What follows a commit in this process: metrics, and the house bots' turns."""
         if self._on_change is not None:
             self._on_change(match, event)
-        if event["t"] == "join" and match.seats[event["seat"]].house is None:  # type: ignore[union-attr]
-            await self.bots.seated([event["bot"]["id"]], match.id)
-        if match.status in (MatchStatus.FINISHED, MatchStatus.ABORTED):
-            await self.bots.match_over(match.bot_ids(), match.id)
-        elif self._house_to_act(match) and not self._closed:
+        self._start_house_turns(match)
+
+    def _start_house_turns(self, match: LiveMatch) -> None:
+        """Let the house bots that must act now move, in the background (promptly: the deadline
+        sweeper only catches up if this process goes away)."""
+        if not match.ended and self._house_to_act(match) and not self._closed:
             task = asyncio.create_task(self.play_house_turns(match.id))
             self._house_tasks.add(task)
             task.add_done_callback(self._house_tasks.discard)
@@ -354,8 +353,6 @@ class MatchService:
                 made += 1
                 if self._on_change is not None:
                     self._on_change(match, event)
-                if match.ended:
-                    await self.bots.match_over(match.bot_ids(), match.id)
             else:
                 lost += 1
                 match = None  # changed by someone else meanwhile: decide again on what is stored

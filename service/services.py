@@ -12,7 +12,7 @@ from service.bots import BotService
 from service.matches import BLOCK_SLICE_MS, MatchService
 from service.metrics import Metrics
 from service.settings import Settings
-from service.store import BotStore, MatchStore, RatingStore, now_ms, read_ratings
+from service.store import BotStore, MatchStore, RatingStore, fit_claim_key, now_ms, read_ratings
 from service.tournaments import TournamentService
 
 
@@ -47,8 +47,11 @@ class Services:
         return services
 
     async def enqueue_fit(self, ruleset: str) -> None:
-        """Refit a ruleset's whole history on a worker (after a tournament, or on demand)."""
-        await self.enqueue("worker.jobs.fit_ratings", ruleset, job_id=f"fit-{ruleset}-{now_ms()}")
+        """Refit a ruleset's whole history on a worker (after a tournament, or on demand).
+        While one refit waits in the queue, asking again adds nothing: it will read the
+        history as it is when it runs."""
+        if await self.redis.set(fit_claim_key(ruleset), "1", nx=True, ex=600):
+            await self.enqueue("worker.jobs.fit_ratings", ruleset, job_id=f"fit-{ruleset}-{now_ms()}")
 
     async def enqueue(self, function: str, *args: Any, job_id: str, at_ms: int | None = None) -> None:
         """Put a job on the RQ queue the workers run (at a time, with ``at_ms``). RQ speaks

@@ -31,15 +31,21 @@ UNSETTLED = "matches:unsettled"
 
 T = TypeVar("T")
 
-# Commit one event: compare the version, append the event, store the new snapshot and move
-# the deadline, all at once; a match that ends goes into the settlement queue (ratings,
-# tournaments) in the same step, so no ended match is ever missed. Returns {1, version} on
-# success, {0, current} when the match moved on, {-1, 0} when there is no such match.
+# Commit one event: compare the version (and the id of the latest event, so that a snapshot
+# guessed from before a Redis failover cannot pass for the current one), append the event,
+# store the new snapshot, move the deadline, keep the bots' lists of open matches, and put a
+# match that ends into the settlement queue (ratings, tournaments): all at once, so none of
+# it can be missed. Returns {1, version, event id} on success, {0, current} when the match
+# moved on, {-1, 0} when there is no such match.
+# KEYS: match, events, deadlines, unsettled, then per bot: its open matches (and, for a
+# join, its inbox). ARGV: expected version, match id, state, live, event, deadline or '',
+# record or '', '1' if the match ends, expected event id or '', 'join' | 'end' | ''.
 COMMIT_EVENT = """
 local current = redis.call('HGET', KEYS[1], 'version')
 if not current then return {-1, 0} end
 current = tonumber(current)
 if current ~= tonumber(ARGV[1]) then return {0, current} end
+if ARGV[9] ~= '' and redis.call('HGET', KEYS[1], 'eid') ~= ARGV[9] then return {0, current} end
 local version = current + 1
 local eid = redis.call('XADD', KEYS[2], '*', 'v', version, 'e', ARGV[5])
 redis.call('HSET', KEYS[1], 'version', version, 'state', ARGV[3], 'live', ARGV[4], 'eid', eid)
@@ -55,11 +61,18 @@ if ARGV[8] == '1' then
   local now = redis.call('TIME')
   redis.call('ZADD', KEYS[4], tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000), ARGV[2])
 end
-return {1, version}
+if ARGV[10] == 'join' then
+  redis.call('SADD', KEYS[5], ARGV[2])
+  redis.call('XADD', KEYS[6], 'MAXLEN', '~', 64, '*', 'm', ARGV[2])
+elseif ARGV[10] == 'end' then
+  for i = 5, #KEYS do redis.call('SREM', KEYS[i], ARGV[2]) end
+end
+return {1, version, eid}
 """
 
 # Create a match with its first events (a tournament's match is created with every seat
 # taken), unless it exists: deterministic ids make creating a tournament round idempotent.
+# KEYS: match, events, deadlines, then (open matches, inbox) per seated bot.
 # ARGV: id, version, settings, state, live, deadline or '', sealed or '', then the events.
 CREATE_MATCH = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
@@ -71,6 +84,10 @@ redis.call('HSET', KEYS[1], 'version', ARGV[2], 'settings', ARGV[3], 'state', AR
   'eid', '0-' .. count)
 if ARGV[6] ~= '' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[1]) end
 if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'sealed', ARGV[7]) end
+for i = 4, #KEYS, 2 do
+  redis.call('SADD', KEYS[i], ARGV[1])
+  redis.call('XADD', KEYS[i + 1], 'MAXLEN', '~', 64, '*', 'm', ARGV[1])
+end
 return 1
 """
 
@@ -142,17 +159,22 @@ class MatchStore:
         self._create = redis.register_script(CREATE_MATCH)
 
     async def create(self, match: LiveMatch, events: Sequence[dict[str, Any]] = (), sealed: bool = False) -> bool:
-        """Store a new match with the events that made it (after the implicit ``create``);
-        False, and nothing written, when a match with its id exists."""
+        """Store a new match with the events that made it (after the implicit ``create``),
+        and note it among its seated bots' open matches; False, and nothing written, when a
+        match with its id exists."""
         deadline = "" if match.deadline_ms is None else str(match.deadline_ms)
+        keys = [match_key(match.id), events_key(match.id), DEADLINES]
+        for bot_id in sorted(match.bot_ids()):
+            keys += [bot_matches_key(bot_id), bot_inbox_key(bot_id)]
         created = await self._create(
-            keys=[match_key(match.id), events_key(match.id), DEADLINES],
+            keys=keys,
             args=[
                 match.id, match.version, match.settings.to_json(), match.state.to_bytes(), match.live_json(),
                 deadline, "1" if sealed else "",
                 json.dumps({"t": "create"}), *(json.dumps(e, separators=(",", ":")) for e in events),
             ],
         )
+        match.event_id = f"0-{len(events) + 1}".encode()
         return bool(created)
 
     async def unseal(self, match_ids: Iterable[str]) -> None:
@@ -179,6 +201,7 @@ class MatchStore:
             return None
         match = LiveMatch.from_stored(match_id, int(version), settings, state, live)
         match.sealed = sealed is not None
+        match.event_id = eid
         return Stored(match, eid)
 
     async def commit(self, match: LiveMatch, event: dict[str, Any], record: str = "") -> bool:
@@ -186,8 +209,16 @@ class MatchStore:
 
         False means another change won the race: the caller reloads and decides again."""
         deadline = "" if match.deadline_ms is None else str(match.deadline_ms)
-        status, _ = await self._commit(
-            keys=[match_key(match.id), events_key(match.id), DEADLINES, UNSETTLED],
+        keys = [match_key(match.id), events_key(match.id), DEADLINES, UNSETTLED]
+        mode = ""
+        if event["t"] == "join" and not event["bot"].get("house"):
+            mode = "join"
+            keys += [bot_matches_key(event["bot"]["id"]), bot_inbox_key(event["bot"]["id"])]
+        elif match.ended:
+            mode = "end"
+            keys += [bot_matches_key(bot_id) for bot_id in sorted(match.bot_ids())]
+        answer = await self._commit(
+            keys=keys,
             args=[
                 match.version - 1,
                 match.id,
@@ -197,9 +228,14 @@ class MatchStore:
                 deadline,
                 record,
                 "1" if match.ended else "",
+                match.event_id or "",
+                mode,
             ],
         )
-        return bool(status == 1)
+        if answer[0] != 1:
+            return False
+        match.event_id = answer[2]
+        return True
 
     async def record(self, match_id: str) -> bytes | None:
         return await self.redis.hget(match_key(match_id), "record")
@@ -310,20 +346,6 @@ class BotStore:
     async def count_open_matches(self, bot_id: str) -> int:
         return int(await self.redis.scard(bot_matches_key(bot_id)))
 
-    async def seated(self, bot_ids: Iterable[str], match_id: str) -> None:
-        """Note the match among each bot's open matches and wake the bot's waiters."""
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for bot_id in bot_ids:
-                pipe.sadd(bot_matches_key(bot_id), match_id)
-                pipe.xadd(bot_inbox_key(bot_id), {"m": match_id}, maxlen=64, approximate=True)
-            await pipe.execute()
-
-    async def match_over(self, bot_ids: Iterable[str], match_id: str) -> None:
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for bot_id in bot_ids:
-                pipe.srem(bot_matches_key(bot_id), match_id)
-            await pipe.execute()
-
     async def inbox_position(self, bot_id: str) -> bytes:
         rows = await self.redis.xrevrange(bot_inbox_key(bot_id), count=1)
         return rows[0][0] if rows else b"0-0"
@@ -373,6 +395,11 @@ redis.call('SADD', KEYS[1], ARGV[1])
 redis.call('RPUSH', KEYS[3], ARGV[3])
 return 1
 """
+
+
+def fit_claim_key(ruleset: str) -> str:
+    """Held while a refit of ``ruleset`` waits in the queue (the job releases it as it starts)."""
+    return f"ratings:fit-queued:{ruleset}"
 
 
 def leaderboard_key(ruleset: str, method: str) -> str:

@@ -31,7 +31,7 @@ from service.matches import Caller, MatchService
 from service.pairing import placement_points, rotation, round_robin_round, swiss_round
 from service.ratings import INITIAL_RATING, elo_update, fit_scores
 from service.settings import Settings
-from service.store import BotStore, MatchStore, RatingStore, now_ms
+from service.store import BotStore, MatchStore, RatingStore, fit_claim_key, now_ms
 from wizard import HOUSE_BOTS, MatchConfig
 
 log = logging.getLogger("wizard_arena.tournaments")
@@ -151,12 +151,14 @@ class TournamentStore:
         t.results = {k.decode(): json.loads(v) for k, v in results.items()}
         return t
 
-    async def set_entrants(self, tid: str, entrants: list[dict[str, Any]], expected_status: str) -> bool:
+    async def set_entrants(self, tid: str, before: list[dict[str, Any]], after: list[dict[str, Any]]) -> bool:
+        """Replace the entrants, only if still SCHEDULED and nobody changed them meanwhile."""
         script = """
-        if redis.call('HGET', KEYS[1], 'status') ~= ARGV[1] then return 0 end
+        if redis.call('HGET', KEYS[1], 'status') ~= 'SCHEDULED' then return 0 end
+        if redis.call('HGET', KEYS[1], 'entrants') ~= ARGV[1] then return 0 end
         redis.call('HSET', KEYS[1], 'entrants', ARGV[2])
         return 1"""
-        return bool(await self.redis.eval(script, 1, tournament_key(tid), expected_status, json.dumps(entrants)))
+        return bool(await self.redis.eval(script, 1, tournament_key(tid), json.dumps(before), json.dumps(after)))
 
     async def move_status(self, tid: str, expected: str, new: str, stamp: str | None = None) -> bool:
         """Change the status only from ``expected`` (one worker wins a race)."""
@@ -168,8 +170,15 @@ class TournamentStore:
         return 1"""
         return bool(await self.redis.eval(script, 2, tournament_key(tid), ACTIVE, expected, new, stamp or "", now_ms(), tid))
 
-    async def add_slot(self, tid: str, slot_id: str, slot: dict[str, Any]) -> None:
-        await self.redis.hsetnx(_slots_key(tid), slot_id, json.dumps(slot))
+    async def add_slots(self, tid: str, slots: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Store new tables all at once (a round is stored whole or not at all; a table
+        stored before is kept) and answer them as stored."""
+        async with self.redis.pipeline(transaction=True) as pipe:
+            for slot_id, slot in slots.items():
+                pipe.hsetnx(_slots_key(tid), slot_id, json.dumps(slot))
+            pipe.hmget(_slots_key(tid), list(slots))
+            *_, stored = await pipe.execute()
+        return {slot_id: json.loads(value) for slot_id, value in zip(slots, stored, strict=True)}
 
     async def update_slot(self, tid: str, slot_id: str, slot: dict[str, Any]) -> None:
         await self.redis.hset(_slots_key(tid), slot_id, json.dumps(slot))
@@ -222,6 +231,8 @@ class TournamentService:
         starts = spec.get("starts_at_ms") or now_ms()
         if starts < now_ms() - 60_000:
             raise BadInput("startsAt is in the past: leave it out to start now")
+        if starts > now_ms() + 366 * 86_400_000:
+            raise BadInput("startsAt is more than a year ahead: schedule it nearer the time")
         if len(bot_ids) + len(house) > 512:
             raise BadInput("at most 512 entrants")
         entrants: list[dict[str, Any]] = []
@@ -262,10 +273,10 @@ class TournamentService:
             if any(e["id"] == caller.bot_id for e in t.entrants):
                 return t
             entrants = [*t.entrants, {"id": caller.bot_id, "name": caller.name, "house": None}]
-            if await self.store.set_entrants(tid, entrants, "SCHEDULED"):
+            if await self.store.set_entrants(tid, t.entrants, entrants):
                 t.entrants = entrants
                 return t
-        raise MatchNotActive(f"tournament {tid} is changing; try again")
+        raise MatchNotActive(f"tournament {tid} is busy with joins; try again")
 
     async def cancel(self, caller: Caller, tid: str) -> Tournament:
         t = await self.get(tid)
@@ -291,16 +302,18 @@ class TournamentService:
         return await self.get(tid)
 
     # ------------------------------------------------------------------ running it
-    async def advance(self, tid: str) -> None:
+    async def advance(self, tid: str) -> bool:
         """Bring the tournament up to date: start it when due, settle ended tables, create
-        the next matches, finish it. Safe to run any number of times, by any worker."""
+        the next matches, finish it. Safe to run any number of times, by any worker. False
+        when another run holds it (a cancel, or another worker): nothing was done."""
         token = await self.store.lock(tid)
         if token is None:
-            return  # another worker is advancing it; the safety net comes back
+            return False
         try:
             await self._advance(tid)
         finally:
             await self.store.unlock(tid, token)
+        return True
 
     async def _advance(self, tid: str) -> None:
         t = await self.store.load(tid)
@@ -367,11 +380,18 @@ class TournamentService:
         holders = [t.holder(e) for e in rotation(slot["table"], turn)]
         await self.matches.create_seated(match_id, config, slot["seed"], settings, holders, sealed=spec.duplicate)
 
-    async def _new_slot(self, t: Tournament, slot_id: str, table: list[int | None], round_number: int | None) -> None:
-        slot = {"table": table, "seed": secrets.token_urlsafe(18), "round": round_number, "created": now_ms()}
-        await self.store.add_slot(t.id, slot_id, slot)
-        t.slots.setdefault(slot_id, slot)
-        await self._create_turn(t, slot_id, t.slots[slot_id], 0)
+    async def _new_slots(self, t: Tournament, tables: dict[str, tuple[list[int | None], int | None]]) -> None:
+        """Store new tables (all of a round at once), then start each one's first match.
+        What Redis holds wins: a table stored by an earlier run keeps its seed and seats."""
+        created = now_ms()
+        fresh = {
+            slot_id: {"table": table, "seed": secrets.token_urlsafe(18), "round": round_number, "created": created}
+            for slot_id, (table, round_number) in tables.items()
+        }
+        stored = await self.store.add_slots(t.id, fresh)
+        t.slots.update(stored)
+        for slot_id, slot in stored.items():
+            await self._create_turn(t, slot_id, slot, 0)
 
     async def _rounds(self, t: Tournament, busy: set[int]) -> None:
         current = max((s["round"] for s in t.slots.values()), default=0)
@@ -389,8 +409,7 @@ class TournamentService:
             tables = swiss_round(order, k, history)
         else:
             tables = round_robin_round(n, k, history, random.Random(f"{t.id}:{current + 1}"))
-        for index, table in enumerate(tables):
-            await self._new_slot(t, f"r{current + 1}t{index}", table, current + 1)
+        await self._new_slots(t, {f"r{current + 1}t{i}": (table, current + 1) for i, table in enumerate(tables)})
 
     async def _arena(self, t: Tournament, busy: set[int], now: int) -> None:
         started = t.started_ms or now
@@ -418,7 +437,7 @@ class TournamentService:
         while len(free) >= k or (free and not busy):
             table: list[int | None] = list(free[:k]) + [None] * max(0, k - len(free))
             free = free[k:]
-            await self._new_slot(t, f"a{count}", table, None)
+            await self._new_slots(t, {f"a{count}": (table, None)})
             busy.update(e for e in table if e is not None)
             count += 1
 
@@ -452,7 +471,10 @@ class TournamentService:
         if stored is not None and stored.match.ended:
             match = stored.match
             if match.settings.tournament:
-                await self.advance(match.settings.tournament)  # settles the table once it is complete
+                # settles the table once it is complete; when another run holds the tournament
+                # (a cancel under way, another worker), the match stays queued and is retried
+                if not await self.advance(match.settings.tournament):
+                    return
                 t = await self.store.load(match.settings.tournament)
                 if t is not None and t.status == "CANCELLED":
                     await self._settle_cut_short(t)  # it played on after the cancel
@@ -502,6 +524,7 @@ class TournamentService:
 
     async def fit(self, ruleset: str) -> int:
         """Refit the whole history of ``ruleset`` (the FITTED leaderboard); matches used."""
+        await self.ratings.redis.delete(fit_claim_key(ruleset))  # later asks queue a new refit
         results = await self.ratings.results(ruleset)
         fit = fit_scores([(r["bots"], r["scores"]) for r in results])
         await self.ratings.store_fit(ruleset, {str(b): v for b, v in fit.ratings.items()}, {str(b): g for b, g in fit.games.items()})

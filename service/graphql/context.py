@@ -26,8 +26,10 @@ class RequestContext:
         return cls(services, bearer_token(request.headers.get("authorization")), request, response)
 
     async def optional_caller(self) -> Caller | None:
-        """The authenticated bot, or None for a request without a token."""
-        if self._caller is _UNSET:
+        """The authenticated bot, or None for a request without a token. Over HTTP once per
+        request; over a WebSocket (one context for the whole connection) on every call, so
+        that each operation takes its request from the token's rate bucket."""
+        if self._caller is _UNSET or self.connection_params is not None:
             token = self.token
             if token is None and self.connection_params is not None:
                 given = self.connection_params.get("token")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import strawberry
@@ -48,6 +49,18 @@ Ctx = Info[RequestContext, None]
 
 def _for(live: LiveMatch, caller: Caller | None) -> Match:
     return match_type(live, live.seat_of(caller.bot_id) if caller else None)
+
+
+def _epoch_ms(moment: datetime | None) -> int | None:
+    """A DateTime input in ms since the epoch (a time without a zone is taken as UTC)."""
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    try:
+        return int(moment.timestamp() * 1000)
+    except (ValueError, OverflowError):
+        raise BadInput(f"{moment.isoformat()} is not a time the server can schedule") from None
 
 
 @strawberry.type
@@ -160,7 +173,7 @@ class Mutation:
             "format": input.format.value,
             "rounds": input.rounds,
             "duration_minutes": input.duration_minutes,
-            "starts_at_ms": None if input.starts_at is None else int(input.starts_at.timestamp() * 1000),
+            "starts_at_ms": _epoch_ms(input.starts_at),
             "move_timeout_ms": input.move_timeout_ms,
             "rated": input.rated,
             "duplicate": input.duplicate,
