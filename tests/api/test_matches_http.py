@@ -10,13 +10,13 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from tests.api.arena_client import MATCH_FIELDS, first_legal
+from tests.conftest import stacked
 
 from wizard import MatchConfig, new_match
 
@@ -29,27 +29,6 @@ CARD = re.compile(r"(?:[BGRY](?:1[0-3]|[1-9])|W|J)")
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def full_deck(deck: str = "WIZARD") -> list[str]:
-    top, specials = {"WIZARD": (13, 4), "JUNIOR": (8, 2)}[deck]
-    return [f"{s}{r}" for s in "BGRY" for r in range(1, top + 1)] + ["W"] * specials + ["J"] * specials
-
-
-def stacked(hands: Sequence[Sequence[str]], trump: str | None, *, dealer: int, deck: str = "WIZARD") -> list[str]:
-    """A round's whole deck in dealing order: seat ``i`` gets ``hands[i]``, ``trump`` is turned."""
-    n, size = len(hands), len(hands[0])
-    order = [hands[(dealer + 1 + k) % n][k // n] for k in range(n * size)]
-    if trump is not None:
-        order.append(trump)
-    rest = Counter(full_deck(deck))
-    rest.subtract(order)
-    assert all(v >= 0 for v in rest.values())
-    for card in full_deck(deck):
-        if rest[card] > 0:
-            rest[card] -= 1
-            order.append(card)
-    return order
 
 
 # A 3-player script, first dealer 2: round 1 seat 0 bids and leads first, seat 1 wins the

@@ -9,12 +9,12 @@ import json
 import os
 import threading
 import time
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import httpx
 from tests.api.arena_client import MATCH_FIELDS, first_legal
+from tests.conftest import stacked
 
 from wizard import MatchRecord
 
@@ -23,27 +23,6 @@ AWAIT = "query($m: ID, $t: Int) { awaitTurn(matchId: $m, timeoutMs: $t) { " + MA
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def full_deck(deck: str = "WIZARD") -> list[str]:
-    top, specials = {"WIZARD": (13, 4), "JUNIOR": (8, 2)}[deck]
-    return [f"{s}{r}" for s in "BGRY" for r in range(1, top + 1)] + ["W"] * specials + ["J"] * specials
-
-
-def stacked(hands: Sequence[Sequence[str]], trump: str | None, *, dealer: int, deck: str = "WIZARD") -> list[str]:
-    """A round's whole deck in dealing order (RULES.md): seat ``i`` gets ``hands[i]``."""
-    n, size = len(hands), len(hands[0])
-    order = [hands[(dealer + 1 + k) % n][k // n] for k in range(n * size)]
-    if trump is not None:
-        order.append(trump)
-    rest = Counter(full_deck(deck))
-    rest.subtract(order)
-    assert all(v >= 0 for v in rest.values())
-    for card in full_deck(deck):
-        if rest[card] > 0:
-            rest[card] -= 1
-            order.append(card)
-    return order
 
 
 # First dealer 0 turns a Wizard: seat 0 names trump, then seats 1, 2, 0 bid; seat 1 leads.
