@@ -7,7 +7,9 @@
 5. concurrent joinTournament calls are all kept;
 6. the bots' open-match sets (and inboxes) are written by the same script as the match;
 7. a commit whose expected event id is not the stored one is refused, even at the right version;
-8. settle() leaves a tournament match queued while another run holds the tournament's lock.
+8. settle() leaves a tournament match queued while another run holds the tournament's lock;
+9. a round's tables are stored all at once, and a table stored earlier wins;
+10. a refit waiting in the queue absorbs further asks for the same ruleset.
 
 The in-process parts drive the service's own classes on the test Redis (``asyncio.run``);
 the others talk to real ``serve`` processes. Waits are events or bounded polls."""
@@ -519,3 +521,57 @@ def test_settle_leaves_a_tournament_match_queued_while_another_run_holds_the_tou
             await services.close()
 
     run(work)
+
+
+# ---------------------------------------------------------------------- 9. a round is stored whole
+
+
+def test_tables_are_stored_all_at_once_and_an_earlier_table_wins(services):
+    """A round's tables go in by one transaction (a worker dying half way can no longer
+    store half a round), and a table stored by an earlier run keeps its seed and seats:
+    the caller gets what Redis holds, not what it proposed."""
+    tid = f"rf-{secrets.token_hex(4)}"
+
+    async def work() -> tuple[dict[str, Any], dict[str, Any]]:
+        store = services.tournaments.store
+        try:
+            first = await store.add_slots(tid, {"r1t0": {"table": [0, 1, 2], "seed": "first", "round": 1, "created": 1}})
+            both = await store.add_slots(tid, {
+                "r1t0": {"table": [2, 1, 0], "seed": "second", "round": 1, "created": 2},
+                "r1t1": {"table": [3, 4, 5], "seed": "other", "round": 1, "created": 2},
+            })
+            return first, both
+        finally:
+            await services.close()
+
+    first, both = run(work)
+    assert first["r1t0"]["seed"] == "first"
+    assert both["r1t0"] == first["r1t0"], "the table stored first is kept"
+    assert both["r1t1"]["seed"] == "other"
+
+
+# ---------------------------------------------------------------------- 10. refits coalesce
+
+
+def test_a_refit_waiting_in_the_queue_absorbs_further_asks(services, redis_client):
+    """refitRatings (or a tournament's end) while a refit of the same ruleset still waits in
+    the queue adds no job: the waiting one reads the history as it is when it runs."""
+    ruleset = f"RF_{secrets.token_hex(3).upper()}"  # a name no real refit uses
+    queued: list[tuple[Any, ...]] = []
+
+    async def record(function: str, *args: Any, job_id: str, at_ms: int | None = None) -> None:
+        queued.append((function, *args))
+
+    async def work() -> None:
+        services.enqueue = record  # type: ignore[method-assign]
+        try:
+            await services.enqueue_fit(ruleset)
+            await services.enqueue_fit(ruleset)
+            await services.tournaments.fit(ruleset)  # the job starts: it releases the claim
+            await services.enqueue_fit(ruleset)
+        finally:
+            await services.close()
+
+    run(work)
+    assert queued == [("worker.jobs.fit_ratings", ruleset)] * 2
+    redis_client.delete(f"ratings:fit-queued:{ruleset}", f"leaderboard:{ruleset}:FITTED")
