@@ -24,7 +24,6 @@ from enum import Enum
 from typing import Any
 
 from wizard import MatchConfig, MatchState, MatchView, Phase, Ruleset, Variant, new_match
-from wizard.moves import move_of_action
 
 
 class MatchStatus(str, Enum):
@@ -249,13 +248,4 @@ class LiveMatch:
         )
 
 
-def describe_event(event: dict[str, Any]) -> str:
-    """One line for logs."""
-    if event["t"] == "move":
-        return f"seat {event['seat']} {move_of_action(event['a'])} ({event['by']})"
-    if event["t"] == "join":
-        return f"seat {event['seat']} taken by {event['bot']['name']}"
-    return event["t"]
-
-
-__all__ = ["LiveMatch", "MatchSettings", "MatchStatus", "Phase", "SeatHolder", "describe_event"]
+__all__ = ["LiveMatch", "MatchSettings", "MatchStatus", "Phase", "SeatHolder"]

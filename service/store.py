@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from redis.asyncio import Redis
 
-from service.live_match import LiveMatch, MatchSettings, SeatHolder
+from service.live_match import LiveMatch
 
 DEADLINES = "deadlines"
 #: Ended matches not yet settled (ratings, tournament standings), by when they ended.
@@ -240,11 +240,6 @@ class MatchStore:
     async def record(self, match_id: str) -> bytes | None:
         return await self.redis.hget(match_key(match_id), "record")
 
-    async def events(self, match_id: str, after: bytes = b"0-0", count: int | None = None) -> list[tuple[bytes, dict[str, Any]]]:
-        """The match's events after stream id ``after``, oldest first."""
-        rows = await self.redis.xrange(events_key(match_id), min=b"(" + after, count=count)
-        return [(eid, _decode_event(fields)) for eid, fields in rows]
-
     async def wait_events(self, positions: dict[str, bytes], block_ms: int) -> list[tuple[str, bytes, dict[str, Any]]]:
         """Block up to ``block_ms`` until any of the given streams (key -> last seen id)
         grows; the new entries as (stream key, id, event). A match's stream holds events; a
@@ -351,7 +346,6 @@ class BotStore:
         return rows[0][0] if rows else b"0-0"
 
 
-__all__ = ["BotStore", "MatchStore", "Stored", "MatchSettings", "SeatHolder", "bot_inbox_key", "events_key", "now_ms"]
 
 
 def ratings_key(bot_id: str) -> str:
@@ -486,7 +480,3 @@ class RatingStore:
 
     async def history(self, bot_id: str, ruleset: str) -> list[dict[str, Any]]:
         return [json.loads(r) for r in await self.redis.lrange(history_key(bot_id, ruleset), 0, -1)]
-
-    async def fitted(self, bot_id: str, ruleset: str) -> float | None:
-        score = await self.redis.zscore(leaderboard_key(ruleset, "FITTED"), bot_id)
-        return None if score is None else float(score)
