@@ -9,12 +9,14 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
 REPO = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
 
 
 def free_port() -> int:
@@ -140,6 +142,20 @@ class Api:
             {"m": match_id, "mv": move, "v": expected_version}, token,
         )
 
+    def play_out(self, token: str, match_id: str, timeout_ms: int = 10_000) -> dict[str, Any]:
+        """Play the caller's moves (first legal) until the match ends; its final view."""
+        match = self.match(match_id, token)
+        while match["status"] == "ACTIVE":
+            turn = self.data(AWAIT_TURN, {"m": match_id, "t": timeout_ms}, token)["awaitTurn"]
+            if turn is None:  # the match ended (awaitTurn stops waiting) or nobody moved
+                match = self.match(match_id, token)
+                assert match["status"] != "ACTIVE", "the house bots did not move"
+                break
+            body = self.submit(token, match_id, first_legal(turn), turn["version"])
+            assert not body.get("errors"), body
+            match = body["data"]["submitMove"]
+        return match
+
     def close(self) -> None:
         self.http.close()
 
@@ -160,3 +176,32 @@ winners movesMade seedHash seed
 def first_legal(match: dict[str, Any]) -> dict[str, Any]:
     """The first legal move of a Match's legalMoves, as a MoveInput."""
     return {k: v for k, v in match["legalMoves"][0].items() if v is not None}
+
+
+AWAIT_TURN = "query($m: ID, $t: Int) { awaitTurn(matchId: $m, timeoutMs: $t) { version legalMoves { bid card trump } } }"
+
+
+class Frozen:
+    """Every view of a match (each seat's and a spectator's), to check nothing changed."""
+
+    def __init__(self, api: Api, match_id: str, tokens: Sequence[str | None]) -> None:
+        self.api, self.match_id, self.tokens = api, match_id, [*tokens, None]
+        self.views = self.read()
+
+    def read(self) -> list[dict[str, Any]]:
+        return [self.api.match(self.match_id, t) for t in self.tokens]
+
+    def check(self) -> None:
+        assert self.read() == self.views, "a refused request changed the match"
+
+
+def wait_until(probe: Callable[[], T], what: str, timeout: float = 20.0, every: float = 0.05) -> T:
+    """``probe()``'s first truthy answer, polled every ``every`` seconds up to ``timeout``."""
+    end = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}; last: {value!r}")
+        time.sleep(every)  # a bounded poll of state another process changes

@@ -13,7 +13,6 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.api.arena_client import first_legal
 
 CODES = {
     "UNAUTHENTICATED", "FORBIDDEN", "NOT_FOUND", "BAD_INPUT", "NOT_YOUR_TURN", "ILLEGAL_MOVE",
@@ -333,16 +332,8 @@ def play_to_the_end(api: Any) -> tuple[str, str]:
     match_id = api.create_match(token, ruleset="WIZARD_JUNIOR", players=6, moveTimeoutMs=LONG_TIMEOUT)
     for _ in range(5):
         api.add_house_bot(token, match_id, "RANDOM")
-    turn_query = "query($m: ID!) { awaitTurn(matchId: $m, timeoutMs: 10000) { version status legalMoves { bid card trump } } }"
-    match = api.join(token, match_id)
-    while match["status"] == "ACTIVE":
-        turn = api.data(turn_query, {"m": match_id}, token)["awaitTurn"]
-        if turn is None:
-            match = api.match(match_id, token)
-            continue
-        body = api.submit(token, match_id, first_legal(turn), turn["version"])
-        assert not body.get("errors"), body
-        match = body["data"]["submitMove"]
+    api.join(token, match_id)
+    match = api.play_out(token, match_id)
     assert match["status"] == "FINISHED"
     return match_id, token
 

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from tests.api.arena_client import MATCH_FIELDS, first_legal
+from tests.api.arena_client import MATCH_FIELDS, Frozen, first_legal
 from tests.conftest import stacked
 
 from wizard import MatchConfig, new_match
@@ -86,33 +86,6 @@ def move(api: Any, token: str, match_id: str, mv: dict[str, Any], expected: int 
     body = api.submit(token, match_id, mv, expected)
     assert not body.get("errors"), body
     return body["data"]["submitMove"]  # type: ignore[no-any-return]
-
-
-class Frozen:
-    """Every view of a match (each seat's and a spectator's), to check nothing changed."""
-
-    def __init__(self, api: Any, match_id: str, tokens: Sequence[str | None]) -> None:
-        self.api, self.match_id, self.tokens = api, match_id, [*tokens, None]
-        self.views = self.read()
-
-    def read(self) -> list[dict[str, Any]]:
-        return [self.api.match(self.match_id, t) for t in self.tokens]
-
-    def check(self) -> None:
-        assert self.read() == self.views, "a refused request changed the match"
-
-
-def play_out(api: Any, token: str, match_id: str, timeout_ms: int = 10_000) -> dict[str, Any]:
-    """Play the caller's moves (first legal) until the match ends; its final view."""
-    match = api.match(match_id, token)
-    while match["status"] == "ACTIVE":
-        turn = api.data(AWAIT, {"m": match_id, "t": timeout_ms}, token)["awaitTurn"]
-        if turn is None:  # the match ended (awaitTurn stops waiting) or nobody moved
-            match = api.match(match_id, token)
-            assert match["status"] != "ACTIVE", "the house bots did not move"
-            break
-        match = move(api, token, match_id, first_legal(turn), turn["version"])
-    return match
 
 
 def parse_time(text: str) -> datetime:
@@ -557,7 +530,7 @@ def test_moves_after_the_end_are_refused(api):
     for _ in range(5):
         api.add_house_bot(token, match_id, "RANDOM")
     api.join(token, match_id)
-    final = play_out(api, token, match_id)
+    final = api.play_out(token, match_id)
     assert final["status"] == "FINISHED"
     frozen = Frozen(api, match_id, [token])
     for mv in ({"bid": 0}, {"card": "W"}, {"trump": "RED"}):
@@ -636,7 +609,7 @@ def test_after_the_end_anyone_sees_the_seed(api):
     api.join(token, match_id)
     live = api.match(match_id)
     assert live["seed"] is None and live["seedHash"] == hashlib.sha256(seed.encode()).hexdigest()
-    play_out(api, token, match_id)
+    api.play_out(token, match_id)
     for viewer in (None, token):
         view = api.match(match_id, viewer)
         assert view["status"] == "FINISHED"
@@ -759,7 +732,7 @@ def test_a_match_against_house_bots_runs_to_its_end(api):
     for kind in ("HEURISTIC", "RANDOM", "HEURISTIC", "RANDOM", "HEURISTIC"):
         api.add_house_bot(token, match_id, kind)
     api.join(token, match_id)
-    final = play_out(api, token, match_id)
+    final = api.play_out(token, match_id)
     assert final["status"] == "FINISHED" and final["phase"] == "FINISHED"
     assert final["seats"][5]["bot"]["id"] == bot_id
     assert final["toAct"] is None and final["awaiting"] == [] and final["deadline"] is None

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import httpx
-from tests.api.arena_client import MATCH_FIELDS, first_legal
+from tests.api.arena_client import MATCH_FIELDS, Frozen, first_legal
 from tests.conftest import stacked
 
 from wizard import MatchRecord
@@ -80,20 +80,6 @@ def seated_match(api: Any, players: int = 3, **spec: Any) -> tuple[str, list[str
 
 def scripted(api: Any, **spec: Any) -> tuple[str, list[str]]:
     return seated_match(api, 3, deals=DEALS, firstDealer=0, **spec)
-
-
-class Frozen:
-    """Every view of a match (each seat's and a spectator's), to check nothing changed."""
-
-    def __init__(self, api: Any, match_id: str, tokens: Sequence[str]) -> None:
-        self.api, self.match_id, self.tokens = api, match_id, [*tokens, None]
-        self.views = self.read()
-
-    def read(self) -> list[dict[str, Any]]:
-        return [self.api.match(self.match_id, t) for t in self.tokens]
-
-    def check(self) -> None:
-        assert self.read() == self.views, "a refused request changed the match"
 
 
 def house_match(api: Any, token: str, **spec: Any) -> str:

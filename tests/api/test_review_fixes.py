@@ -20,7 +20,6 @@ import asyncio
 import json
 import secrets
 import threading
-import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -29,7 +28,7 @@ import httpx
 import pytest
 import redis
 from redis.asyncio import Redis as AsyncRedis
-from tests.api.arena_client import first_legal
+from tests.api.arena_client import first_legal, wait_until
 from tests.api.ws_client import GraphQLWS
 from tests.conftest import stacked
 
@@ -67,18 +66,6 @@ AWAIT = "query($m: ID!) { awaitTurn(matchId: $m, timeoutMs: 10000) { status vers
 
 def run(work: Callable[[], Awaitable[T]]) -> T:
     return asyncio.run(work())  # type: ignore[arg-type]
-
-
-def wait_until(probe: Callable[[], T], what: str, timeout: float = 20.0, every: float = 0.05) -> T:
-    """``probe()``'s first truthy answer, polled up to ``timeout`` seconds."""
-    end = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}; last: {value!r}")
-        time.sleep(every)  # a bounded poll of state another process changes
 
 
 def keys_like(client: redis.Redis, pattern: str) -> set[bytes]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from tests.api.arena_client import first_legal
-from tests.api.ws_client import Closed, Completed, GraphQLWS, OperationError
+from tests.api.ws_client import Closed, Completed, GraphQLWS, OperationError, play_along
 
 VIEW = """
 id version status phase round toAct awaiting mySeat hand seed
@@ -76,16 +76,7 @@ def test_match_updates_yields_every_version_to_a_seated_bot_and_completes_at_the
         assert first["mySeat"] is None  # not seated yet
 
         seat = api.join(token, match_id)["mySeat"]
-        views = [first]
-        while True:
-            try:
-                view = ws.data(op, "matchUpdates")
-            except Completed:
-                break
-            views.append(view)
-            if view["status"] == "ACTIVE" and seat in view["awaiting"]:  # my turn: move from the view
-                body = api.submit(token, match_id, first_legal(view), view["version"])
-                assert not body.get("errors"), body
+        views = play_along(ws, op, first, api, token, match_id, seat)
 
     versions = [v["version"] for v in views]
     assert versions == list(range(first["version"], first["version"] + len(views))), "a version was skipped"

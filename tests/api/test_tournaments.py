@@ -9,6 +9,7 @@ on bounded polls of the tournament's state."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -19,15 +20,17 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 import pytest
 
 from service.pairing import placement_points
 from service.store import history_key
+from tests.api import arena_client
 
-T = TypeVar("T")
+#: tournaments progress in the background: polls here wait longer and less often
+wait_until = functools.partial(arena_client.wait_until, timeout=30.0, every=0.15)
 
 TOURNAMENT = """
 id name status format rounds durationMinutes playersPerMatch duplicate rated startsAt startedAt finishedAt
@@ -106,18 +109,6 @@ def worker(start_worker: Any) -> Iterator[Workers]:
     workers.stop()
 
 
-def wait_until(probe: Callable[[], T], what: str, timeout: float = 30.0, every: float = 0.15) -> T:
-    """``probe()``'s first truthy answer, polled every ``every`` seconds up to ``timeout``."""
-    end = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}; last: {value!r}")
-        time.sleep(every)  # a bounded poll of state that changes in the background
-
-
 def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat()
 
@@ -137,7 +128,7 @@ def get(api: Any, tid: str, token: str | None = None) -> dict[str, Any]:
 
 
 def wait_status(api: Any, tid: str, status: str, timeout: float = 30.0) -> dict[str, Any]:
-    return wait_until(lambda: (t := get(api, tid))["status"] == status and t, f"tournament {tid} {status}", timeout)
+    return wait_until(lambda: (t := get(api, tid))["status"] == status and t, f"tournament {tid} {status}", timeout=timeout)
 
 
 def move_of(match: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 from tests.api.arena_client import first_legal
-from tests.api.ws_client import Completed, GraphQLWS
+from tests.api.ws_client import GraphQLWS, play_along
 
 VIEW = "id version status phase awaiting toAct mySeat hand legalMoves { bid card trump }"
 AWAIT_TURN = "query($m: ID, $t: Int) { awaitTurn(matchId: $m, timeoutMs: $t) { " + VIEW + " } }"
@@ -89,16 +89,7 @@ def test_match_updates_on_one_process_sees_every_move_made_through_the_other(api
         for _ in range(2):
             other_api.add_house_bot(token, match_id, "HEURISTIC")
         seat = other_api.join(token, match_id)["mySeat"]
-        views = [first]
-        while True:
-            try:
-                view = ws.data(op, "matchUpdates")
-            except Completed:
-                break
-            views.append(view)
-            if view["status"] == "ACTIVE" and seat in view["awaiting"]:
-                body = other_api.submit(token, match_id, first_legal(view), view["version"])
-                assert not body.get("errors"), body
+        views = play_along(ws, op, first, other_api, token, match_id, seat)
     versions = [v["version"] for v in views]
     assert versions == list(range(first["version"], first["version"] + len(views)))
     assert views[-1]["status"] == "FINISHED" and len(views) > 100

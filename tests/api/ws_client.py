@@ -150,3 +150,21 @@ class GraphQLWS:
             frame = error.rcvd
             raise Closed(None if frame is None else frame.code, "" if frame is None else frame.reason) from None
         return json.loads(raw)  # type: ignore[no-any-return]
+
+
+def play_along(ws: GraphQLWS, op: str, first: dict[str, Any], api: Any, token: str, match_id: str,
+               seat: int) -> list[dict[str, Any]]:
+    """Follow a matchUpdates subscription to its end, making ``seat``'s move (first legal,
+    through ``api``) whenever a view says it is due; every view received, ``first`` first."""
+    from tests.api.arena_client import first_legal
+
+    views = [first]
+    while True:
+        try:
+            view = ws.data(op, "matchUpdates")
+        except Completed:
+            return views
+        views.append(view)
+        if view["status"] == "ACTIVE" and seat in view["awaiting"]:
+            body = api.submit(token, match_id, first_legal(view), view["version"])
+            assert not body.get("errors"), body
