@@ -3,10 +3,14 @@ services on it. Made by the app's lifespan (and by the worker), never at import 
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
+from redis import Redis as SyncRedis
 from redis.asyncio import Redis
+from rq import Queue
 
 from service.bots import BotService
 from service.matches import BLOCK_SLICE_MS, MatchService
@@ -14,6 +18,10 @@ from service.metrics import Metrics
 from service.settings import Settings
 from service.store import BotStore, MatchStore, RatingStore, fit_claim_key, now_ms, read_ratings
 from service.tournaments import TournamentService
+
+
+#: the RQ queue the API and the workers' clocks put jobs on, and the workers run
+JOB_QUEUE = "default"
 
 
 @dataclass
@@ -25,6 +33,7 @@ class Services:
     metrics: Metrics
     tournaments: TournamentService
     ratings: RatingStore
+    _queue: Queue | None = None
 
     @classmethod
     def open(cls, settings: Settings, metrics: Metrics | None = None) -> Services:
@@ -55,22 +64,21 @@ class Services:
 
     async def enqueue(self, function: str, *args: Any, job_id: str, at_ms: int | None = None) -> None:
         """Put a job on the RQ queue the workers run (at a time, with ``at_ms``). RQ speaks
-        synchronous Redis, so this runs in a thread."""
-        import asyncio
-        from datetime import UTC, datetime
-
-        from redis import Redis as SyncRedis
-        from rq import Queue
+        synchronous Redis, so this runs in a thread, on one connection pool kept for it."""
+        queue = self._job_queue()
 
         def put() -> None:
-            with SyncRedis.from_url(self.settings.redis_url) as connection:  # type: ignore[arg-type]
-                queue = Queue("default", connection=connection)
-                if at_ms is None:
-                    queue.enqueue(function, *args, job_id=job_id)
-                else:
-                    queue.enqueue_at(datetime.fromtimestamp(at_ms / 1000, tz=UTC), function, *args, job_id=job_id)
+            if at_ms is None:
+                queue.enqueue(function, *args, job_id=job_id)
+            else:
+                queue.enqueue_at(datetime.fromtimestamp(at_ms / 1000, tz=UTC), function, *args, job_id=job_id)
 
         await asyncio.to_thread(put)
+
+    def _job_queue(self) -> Queue:
+        if self._queue is None:
+            self._queue = Queue(JOB_QUEUE, connection=SyncRedis.from_url(self.settings.redis_url))  # type: ignore[arg-type]
+        return self._queue
 
     async def ratings_of(self, bot_id: str) -> list[dict[str, Any]]:
         return await read_ratings(self.redis, bot_id)
@@ -78,3 +86,5 @@ class Services:
     async def close(self) -> None:
         await self.matches.close()
         await self.redis.aclose()
+        if self._queue is not None:
+            self._queue.connection.close()

@@ -13,13 +13,13 @@ import threading
 from redis import Redis
 from rq import Queue, Worker
 
-from service.services import Services
+from service.services import JOB_QUEUE, Services
 from service.settings import Settings
 from worker.clock import run_clock
 
 log = logging.getLogger("wizard_arena.worker")
 
-QUEUES = ("default",)
+QUEUES = (JOB_QUEUE,)
 
 
 class ClockThread(threading.Thread):
