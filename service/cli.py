@@ -8,6 +8,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from sdk.cli import add_commands as add_bot_author_commands
 from wizard import Ruleset, Variant
 
 
@@ -174,6 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     up.set_defaults(run=_up)
 
+    add_bot_author_commands(commands)
+
     schema = commands.add_parser("schema", help="print the GraphQL schema (what schema.graphql holds)")
     schema.set_defaults(run=_schema)
 
@@ -241,8 +244,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     try:
         args.run(args)
-    except ValueError as e:  # the engine's errors say what to do
+    except ValueError as e:  # the engine's and the SDK's errors say what to do
         sys.exit(f"wizard-arena: {e}")
+    except KeyboardInterrupt:
+        sys.exit(130)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ Two states that differ only in cards a seat cannot see give that seat equal view
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -109,10 +110,67 @@ class MatchView:
         """The view as plain JSON data, with the API's camelCase field names."""
         return _jsonable(self)  # type: ignore[no-any-return]
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MatchView:
+        """The view from its JSON form: :meth:`to_dict`'s output, or the API's ``Match`` object
+        (its other fields, such as ``id``, ``status`` or ``deadline``, are ignored).
+
+        Raises :class:`~wizard.errors.InvalidMoveError` (for a bad legal move) or ``ValueError``,
+        ``KeyError`` or ``TypeError`` for data that is not a view.
+        """
+        from wizard.state import Phase
+
+        def suit(name: str | None) -> Suit | None:
+            return None if name is None else Suit[name]
+
+        def hand(cards: Sequence[str] | None) -> tuple[str, ...] | None:
+            return None if cards is None else tuple(cards)
+
+        def trick(t: Mapping[str, Any] | None) -> Trick | None:
+            return None if t is None else Trick(t["leader"], _plays(t["plays"]), t["winner"])
+
+        winners = data["winners"]
+        return cls(
+            ruleset=Ruleset(data["ruleset"]),
+            variants=tuple(sorted((Variant(v) for v in data["variants"]), key=lambda v: v.value)),
+            players=data["players"],
+            round=data["round"],
+            rounds=data["rounds"],
+            hand_size=data["handSize"],
+            dealer=data["dealer"],
+            phase=Phase(data["phase"]),
+            trump_card=data["trumpCard"],
+            trump_suit=suit(data["trumpSuit"]),
+            to_act=data["toAct"],
+            awaiting=tuple(data["awaiting"]),
+            my_seat=data["mySeat"],
+            hand=hand(data["hand"]),
+            legal_moves=tuple(Move.from_dict(m) for m in data["legalMoves"]),
+            seats=tuple(
+                SeatView(s["seat"], s["score"], s["bid"], s["tricks"], hand(s["hand"])) for s in data["seats"]
+            ),
+            current_trick=_plays(data["currentTrick"]),
+            lead_suit=suit(data["leadSuit"]),
+            completed_tricks=tuple(trick(t) for t in data["completedTricks"]),  # type: ignore[misc]
+            last_trick=trick(data["lastTrick"]),
+            round_results=tuple(
+                RoundResult(r["round"], tuple(SeatResult(x["seat"], x["bid"], x["tricks"], x["points"]) for x in r["seats"]))
+                for r in data["roundResults"]
+            ),
+            winners=None if winners is None else tuple(winners),
+            moves_made=data["movesMade"],
+            seed_hash=data["seedHash"],
+            seed=data["seed"],
+        )
+
     def cards_played_this_round(self) -> tuple[str, ...]:
         """Every card already played in this round, finished tricks first."""
         played = [p.card for t in self.completed_tricks for p in t.plays]
         return tuple(played + [p.card for p in self.current_trick])
+
+
+def _plays(plays: Sequence[Mapping[str, Any]]) -> tuple[Play, ...]:
+    return tuple(Play(p["seat"], p["card"]) for p in plays)
 
 
 def _camel(name: str) -> str:

@@ -1,0 +1,115 @@
+"""What a bot author writes: a :class:`Bot` with three methods, each given the seat's view.
+
+A view is the engine's :class:`wizard.MatchView`: the seat's hand, the bids and tricks it
+may see, the trick on the table and ``legal_moves``, the moves it may make now. Each method
+answers one :class:`wizard.Move`; the SDK sends it. Search bots can turn a view into
+playable engine states with :func:`wizard.sample_state` and look ahead.
+
+>>> from wizard import Move
+>>> class FirstLegal(Bot):
+...     def choose_trump(self, view): return view.legal_moves[0]
+...     def bid(self, view): return view.legal_moves[0]
+...     def play(self, view): return view.legal_moves[0]
+>>> load_bot("random").name, load_bot("heuristic").name
+('random', 'heuristic')
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import random
+import sys
+from pathlib import Path
+
+from wizard import HOUSE_BOTS, MatchView, Move, Phase
+
+
+class Bot:
+    """Subclass this and write :meth:`choose_trump`, :meth:`bid` and :meth:`play`.
+
+    The SDK calls :meth:`act`, which picks the method for the view's phase. One bot object
+    serves every match its client plays, from a worker thread per decision, so keep
+    per-match memory keyed by match (the view has no id; :meth:`act` gets ``match_id``).
+    An exception in a method costs only that move: the server makes its fallback move when
+    the deadline passes, and the bot goes on playing.
+    """
+
+    #: shown in logs and tables; defaults to the class name
+    name: str = ""
+
+    def choose_trump(self, view: MatchView) -> Move:
+        """The dealer names trump after a Wizard is turned: a ``Move(trump=Suit...)``."""
+        raise NotImplementedError(f"{type(self).__name__} does not choose trump")
+
+    def bid(self, view: MatchView) -> Move:
+        """A ``Move(bid=n)``: how many tricks this seat will take this round."""
+        raise NotImplementedError(f"{type(self).__name__} does not bid")
+
+    def play(self, view: MatchView) -> Move:
+        """A ``Move(card=code)``: one of ``view.legal_moves``."""
+        raise NotImplementedError(f"{type(self).__name__} does not play")
+
+    def act(self, view: MatchView, match_id: str | None = None) -> Move:
+        """The move for ``view``, by phase. Override to see ``match_id`` too."""
+        if view.phase is Phase.CHOOSE_TRUMP:
+            return self.choose_trump(view)
+        if view.phase is Phase.BID:
+            return self.bid(view)
+        return self.play(view)
+
+    @property
+    def label(self) -> str:
+        return self.name or type(self).__name__
+
+
+class HouseBotPlayer(Bot):
+    """One of the engine's house bots (``random``, ``heuristic``) behind the SDK's interface."""
+
+    def __init__(self, kind: str, seed: int | None = None) -> None:
+        self.name = kind.lower()
+        self._policy = HOUSE_BOTS[kind.upper()]
+        self._rng = random.Random(seed)
+
+    def act(self, view: MatchView, match_id: str | None = None) -> Move:
+        return self._policy.act(view, self._rng)
+
+
+class BotSpecError(ValueError):
+    """A ``--bot`` value that names no bot; the message says what to write."""
+
+
+def load_bot(spec: str, seed: int | None = None) -> Bot:
+    """The bot a spec names: ``random`` or ``heuristic`` (the house bots), ``module:Class``
+    (an importable module) or ``path/to/file.py:Class``. The class is built with no
+    arguments; ``seed`` seeds the house bots' randomness."""
+    if spec.upper() in HOUSE_BOTS:
+        return HouseBotPlayer(spec, seed)
+    where, sep, class_name = spec.rpartition(":")
+    if not sep or not where or not class_name:
+        raise BotSpecError(
+            f"bot {spec!r}: use heuristic, random, module:Class or path/to/file.py:Class"
+        )
+    if where.endswith(".py"):
+        path = Path(where)
+        if not path.is_file():
+            raise BotSpecError(f"bot {spec!r}: there is no file {where}")
+        module_name = f"_wizard_arena_bot_{path.stem}_{abs(hash(str(path.resolve())))}"
+        module_spec = importlib.util.spec_from_file_location(module_name, path)
+        assert module_spec is not None and module_spec.loader is not None
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[module_name] = module  # dataclasses and pickling look modules up by name
+        module_spec.loader.exec_module(module)
+    else:
+        try:
+            module = importlib.import_module(where)
+        except ImportError as e:
+            raise BotSpecError(f"bot {spec!r}: cannot import {where}: {e}") from None
+    bot_class = getattr(module, class_name, None)
+    if bot_class is None:
+        raise BotSpecError(f"bot {spec!r}: {where} has no {class_name}")
+    bot = bot_class() if inspect.isclass(bot_class) else None
+    if not callable(getattr(bot, "act", None)):
+        raise BotSpecError(f"bot {spec!r}: {class_name} is not a bot class (subclass sdk.Bot)")
+    return bot  # type: ignore[return-value]
