@@ -125,6 +125,12 @@ class MatchService:
         text = await self.matches.record(match_id)
         record: dict[str, Any] = json.loads(text) if text else stored.match.state.record().to_dict()
         record["matchId"] = match_id
+        # the hash the match published at its start, from the live state, so that a replay
+        # checking the record's seed against it checks something the record did not derive
+        state = stored.match.state
+        record["seedHash"] = state.seed_hash
+        outcome = state.outcome
+        record["winners"] = None if outcome is None else list(outcome.winners)
         record["seats"] = [None if h is None else {"id": h.id, "name": h.name, "house": h.house} for h in stored.match.seats]
         record["timeouts"] = stored.match.timeouts
         return record
