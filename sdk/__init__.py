@@ -3,5 +3,10 @@
 ``wizard-arena tournament run``."""
 
 from sdk.bot import Bot, BotSpecError, HouseBotPlayer, load_bot
+from sdk.client import ArenaClient, ArenaError, ArenaUnavailable, Match
+from sdk.runner import BotRunner, run_bot
 
-__all__ = ["Bot", "BotSpecError", "HouseBotPlayer", "load_bot"]
+__all__ = [
+    "ArenaClient", "ArenaError", "ArenaUnavailable", "Bot", "BotRunner", "BotSpecError", "HouseBotPlayer",
+    "Match", "load_bot", "run_bot",
+]

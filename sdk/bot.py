@@ -69,7 +69,7 @@ class HouseBotPlayer(Bot):
 
     def __init__(self, kind: str, seed: int | None = None) -> None:
         self.name = kind.lower()
-        self._policy = HOUSE_BOTS[kind.upper()]
+        self._policy = HOUSE_BOTS[kind.upper()]()
         self._rng = random.Random(seed)
 
     def act(self, view: MatchView, match_id: str | None = None) -> Move:

@@ -70,7 +70,6 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
         "--transport", default="auto", choices=["auto", "ws", "poll"],
         help="ws: the myTurns subscription; poll: awaitTurn long-polls; auto: ws, polling where WebSockets fail",
     )
-    play.add_argument("--matches", type=int, help="stop after this many matches have ended (default: never)")
     play.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     play.set_defaults(run=_play)
 

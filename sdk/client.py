@@ -1,0 +1,316 @@
+"""A client of the Wizard Arena API: GraphQL over HTTP (httpx) and subscriptions over
+``graphql-transport-ws`` (websockets), with the API's errors as :class:`ArenaError`.
+
+>>> client = ArenaClient("http://127.0.0.1:8000", token="...")
+>>> client.graphql_url, client.ws_url
+('http://127.0.0.1:8000/graphql', 'ws://127.0.0.1:8000/graphql')
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import websockets
+from websockets.asyncio.client import connect
+from websockets.typing import Subprotocol
+
+from wizard import MatchView, Move
+
+PROTOCOL = "graphql-transport-ws"
+
+#: Every field of ``Match`` that :meth:`wizard.MatchView.from_dict` reads, and the live ones.
+MATCH_FIELDS = """
+  id status version deadline moveTimeoutMs rated
+  ruleset variants players round rounds handSize dealer phase trumpCard trumpSuit leadSuit
+  toAct awaiting mySeat hand movesMade seedHash seed winners
+  legalMoves { bid card trump }
+  seats { seat bot { id name } score bid tricks timeouts hand }
+  currentTrick { seat card }
+  completedTricks { leader winner plays { seat card } }
+  lastTrick { leader winner plays { seat card } }
+  roundResults { round seats { seat bid tricks points } }
+"""
+
+
+class ArenaError(Exception):
+    """The server refused a request: ``code`` is API.md's ``extensions.code``; the message
+    says what to do. ``retry_after`` (seconds) comes with ``RATE_LIMITED``."""
+
+    def __init__(self, code: str, message: str, retry_after: float | None = None, extensions: dict[str, Any] | None = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.retry_after = retry_after
+        self.extensions = extensions or {}
+
+    @classmethod
+    def from_graphql(cls, error: dict[str, Any]) -> ArenaError:
+        extensions = error.get("extensions") or {}
+        return cls(
+            str(extensions.get("code", "INTERNAL_ERROR")), str(error.get("message", "")),
+            extensions.get("retryAfterSeconds"), extensions,
+        )
+
+
+class ArenaUnavailable(Exception):
+    """The server could not be reached, or the connection was lost (the request may or may
+    not have been applied: resend moves with ``expectedVersion``)."""
+
+
+class WebSocketsUnavailable(ArenaUnavailable):
+    """The server (or a proxy in the way) does not speak graphql-transport-ws: long-poll instead."""
+
+
+class Match:
+    """One ``Match`` as the API answered it: the engine's view plus the live fields."""
+
+    __slots__ = ("data", "view")
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+        self.view = MatchView.from_dict(data)
+
+    @property
+    def id(self) -> str:
+        return str(self.data["id"])
+
+    @property
+    def version(self) -> int:
+        return int(self.data["version"])
+
+    @property
+    def status(self) -> str:
+        return str(self.data["status"])
+
+    @property
+    def is_over(self) -> bool:
+        return self.status in ("FINISHED", "ABORTED")
+
+    @property
+    def my_turn(self) -> bool:
+        return self.view.my_seat is not None and self.view.my_seat in self.view.awaiting
+
+    def names(self) -> list[str]:
+        return [(s.get("bot") or {}).get("name") or f"seat {s['seat']}" for s in self.data["seats"]]
+
+    def timeouts(self) -> list[int]:
+        return [int(s["timeouts"]) for s in self.data["seats"]]
+
+
+class ArenaClient:
+    """One bot's (or an anonymous) connection to a server. Use it as an async context
+    manager, or call :meth:`close`."""
+
+    def __init__(self, url: str, token: str | None = None, timeout: float = 30.0) -> None:
+        self.url = url.rstrip("/")
+        self.token = token
+        self.graphql_url = f"{self.url}/graphql"
+        scheme, _, rest = self.url.partition("://")
+        self.ws_url = f"{'wss' if scheme == 'https' else 'ws'}://{rest}/graphql"
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        # an awaitTurn long-poll holds its request up to the server's bound (60 s at most)
+        self._http = httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(timeout, read=timeout + 65))
+
+    async def __aenter__(self) -> ArenaClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+    # ------------------------------------------------------------------ GraphQL over HTTP
+    async def graphql(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The ``data`` of one operation; the first error as :class:`ArenaError`."""
+        try:
+            response = await self._http.post(self.graphql_url, json={"query": query, "variables": variables or {}})
+        except httpx.TransportError as e:
+            raise ArenaUnavailable(f"{self.graphql_url}: {type(e).__name__}: {e}") from e
+        try:
+            body = response.json()
+        except ValueError:
+            raise ArenaUnavailable(
+                f"{self.graphql_url} answered HTTP {response.status_code} without JSON: is this a Wizard Arena server?"
+            ) from None
+        errors = body.get("errors") if isinstance(body, dict) else None
+        if errors:
+            raise ArenaError.from_graphql(errors[0])
+        if not isinstance(body, dict) or not isinstance(body.get("data"), dict):
+            raise ArenaUnavailable(f"{self.graphql_url} answered HTTP {response.status_code} with no data")
+        return body["data"]  # type: ignore[no-any-return]
+
+    async def register(self, name: str, secret: str | None = None) -> dict[str, Any]:
+        """``{token, bot {id name}}``: keep the token, the server shows it only this once."""
+        data = await self.graphql(
+            "mutation($name: String!, $secret: String) { registerBot(name: $name, secret: $secret) { token bot { id name } } }",
+            {"name": name, "secret": secret},
+        )
+        return data["registerBot"]  # type: ignore[no-any-return]
+
+    async def me(self) -> dict[str, Any] | None:
+        return (await self.graphql("{ me { id name } }"))["me"]  # type: ignore[no-any-return]
+
+    async def create_match(self, **spec: Any) -> Match:
+        """``createMatch`` with CreateMatchInput's fields, camelCase (``moveTimeoutMs=...``)."""
+        data = await self.graphql(
+            f"mutation($input: CreateMatchInput!) {{ createMatch(input: $input) {{ {MATCH_FIELDS} }} }}", {"input": spec}
+        )
+        return Match(data["createMatch"])
+
+    async def join_match(self, match_id: str, seat: int | None = None) -> Match:
+        data = await self.graphql(
+            f"mutation($id: ID!, $seat: Int) {{ joinMatch(matchId: $id, seat: $seat) {{ {MATCH_FIELDS} }} }}",
+            {"id": match_id, "seat": seat},
+        )
+        return Match(data["joinMatch"])
+
+    async def add_house_bot(self, match_id: str, kind: str) -> Match:
+        data = await self.graphql(
+            f"mutation($id: ID!, $kind: HouseBotKind!) {{ addHouseBot(matchId: $id, kind: $kind) {{ {MATCH_FIELDS} }} }}",
+            {"id": match_id, "kind": kind.upper()},
+        )
+        return Match(data["addHouseBot"])
+
+    async def match(self, match_id: str) -> Match | None:
+        data = await self.graphql(f"query($id: ID!) {{ match(id: $id) {{ {MATCH_FIELDS} }} }}", {"id": match_id})
+        return None if data["match"] is None else Match(data["match"])
+
+    async def submit_move(self, match_id: str, move: Move, expected_version: int | None = None) -> Match:
+        data = await self.graphql(
+            f"mutation($id: ID!, $move: MoveInput!, $v: Int) {{ submitMove(matchId: $id, move: $move, expectedVersion: $v) {{ {MATCH_FIELDS} }} }}",
+            {"id": match_id, "move": move.to_dict(), "v": expected_version},
+        )
+        return Match(data["submitMove"])
+
+    async def await_turn(self, match_id: str | None = None, timeout_ms: int | None = None) -> Match | None:
+        data = await self.graphql(
+            f"query($id: ID, $t: Int) {{ awaitTurn(matchId: $id, timeoutMs: $t) {{ {MATCH_FIELDS} }} }}",
+            {"id": match_id, "t": timeout_ms},
+        )
+        return None if data["awaitTurn"] is None else Match(data["awaitTurn"])
+
+    # ------------------------------------------------------------------ subscriptions
+    async def subscribe(self, query: str, variables: dict[str, Any] | None = None) -> AsyncIterator[dict[str, Any]]:
+        """Each ``data`` of one subscription over its own graphql-transport-ws connection,
+        until the server completes it. Raises :class:`ArenaError` for an error message,
+        :class:`WebSocketsUnavailable` when the server does not speak the protocol and
+        :class:`ArenaUnavailable` when the connection fails or drops."""
+        try:
+            async with connect(
+                self.ws_url, subprotocols=[Subprotocol(PROTOCOL)], open_timeout=10, ping_interval=20, max_size=2**22
+            ) as ws:
+                if ws.subprotocol != PROTOCOL:
+                    raise WebSocketsUnavailable(f"{self.ws_url} did not agree to {PROTOCOL}")
+                await ws.send(json.dumps({"type": "connection_init", "payload": {"token": self.token} if self.token else {}}))
+                async with asyncio.timeout(10):
+                    while True:
+                        message = json.loads(await ws.recv())
+                        if message.get("type") == "connection_ack":
+                            break
+                        if message.get("type") == "ping":
+                            await ws.send(json.dumps({"type": "pong"}))
+                operation = "1"
+                await ws.send(json.dumps({"id": operation, "type": "subscribe", "payload": {"query": query, "variables": variables or {}}}))
+                async for raw in ws:
+                    message = json.loads(raw)
+                    kind = message.get("type")
+                    if kind == "ping":
+                        await ws.send(json.dumps({"type": "pong"}))
+                    elif message.get("id") != operation:
+                        continue
+                    elif kind == "next":
+                        payload = message.get("payload") or {}
+                        if payload.get("errors"):
+                            raise ArenaError.from_graphql(payload["errors"][0])
+                        yield payload["data"]
+                    elif kind == "error":
+                        errors = message.get("payload") or [{}]
+                        raise ArenaError.from_graphql(errors[0])
+                    elif kind == "complete":
+                        return
+                raise ArenaUnavailable(f"{self.ws_url}: the server closed the connection ({ws.close_code} {ws.close_reason})")
+        except (websockets.exceptions.InvalidStatus, websockets.exceptions.InvalidHandshake) as e:
+            raise WebSocketsUnavailable(f"{self.ws_url}: {e}") from e
+        except (OSError, TimeoutError, websockets.exceptions.ConnectionClosed) as e:
+            raise ArenaUnavailable(f"{self.ws_url}: {type(e).__name__}: {e}") from e
+
+    async def my_turns(self) -> AsyncIterator[Match]:
+        """``myTurns``: the bot's view of each match where it now has to move (pending ones first)."""
+        async for data in self.subscribe(f"subscription {{ myTurns {{ {MATCH_FIELDS} }} }}"):
+            yield Match(data["myTurns"])
+
+    async def match_updates(self, match_id: str) -> AsyncIterator[Match]:
+        """``matchUpdates``: the caller's view after every change, until the match ends."""
+        query = f"subscription($id: ID!) {{ matchUpdates(matchId: $id) {{ {MATCH_FIELDS} }} }}"
+        async for data in self.subscribe(query, {"id": match_id}):
+            yield Match(data["matchUpdates"])
+
+
+# ---------------------------------------------------------------------- commands
+def _need_token(args: argparse.Namespace, command: str) -> str:
+    if not args.token:
+        raise ValueError(f"{command} needs the bot's token: --token T or WIZARD_ARENA_TOKEN (from `wizard-arena register NAME`)")
+    return str(args.token)
+
+
+def _run(coroutine: Any) -> Any:
+    try:
+        return asyncio.run(coroutine)
+    except ArenaError as e:
+        raise ValueError(f"the server refused: {e.code}: {e.message}") from None
+    except ArenaUnavailable as e:
+        raise ValueError(f"cannot reach the server: {e}") from None
+
+
+def register_command(args: argparse.Namespace) -> None:
+    async def register() -> dict[str, Any]:
+        async with ArenaClient(args.url) as client:
+            return await client.register(args.name, args.secret)
+
+    registration = _run(register())
+    if args.json:
+        print(json.dumps(registration, separators=(",", ":")))
+        return
+    bot = registration["bot"]
+    print(f"registered {bot['name']} (id {bot['id']})")
+    print(f"token: {registration['token']}")
+    print("Keep the token: the server keeps only its hash and shows it this once. Use it as")
+    print(f"  export WIZARD_ARENA_TOKEN={registration['token']}")
+
+
+def match_new_command(args: argparse.Namespace) -> None:
+    token = _need_token(args, "match new")
+    kinds = [kind.upper() for kind in args.house_bot]
+    unknown = [kind for kind in kinds if kind not in ("RANDOM", "HEURISTIC")]
+    if unknown:
+        raise ValueError(f"--house-bot {unknown[0]}: the house bots are RANDOM and HEURISTIC")
+    seats_taken = len(kinds) + (1 if args.join else 0)
+    if seats_taken > args.players:
+        raise ValueError(f"{seats_taken} seats asked for (house bots and --join) but the match has {args.players}")
+
+    async def create() -> Match:
+        spec: dict[str, Any] = {"ruleset": args.ruleset, "players": args.players, "variants": args.variant or [], "rated": args.rated}
+        if args.move_timeout_ms is not None:
+            spec["moveTimeoutMs"] = args.move_timeout_ms
+        if args.seed is not None:
+            spec["seed"] = args.seed
+        async with ArenaClient(args.url, token) as client:
+            match = await client.create_match(**spec)
+            if args.join:
+                match = await client.join_match(match.id)
+            for kind in kinds:
+                match = await client.add_house_bot(match.id, kind)
+            return match
+
+    match = _run(create())
+    if args.json:
+        print(json.dumps(match.data, separators=(",", ":")))
+        return
+    print(match.id)
+

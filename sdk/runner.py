@@ -1,0 +1,241 @@
+"""Runs a :class:`~sdk.bot.Bot` against a server: every turn of every match it is seated in,
+until stopped.
+
+- Turns arrive over the ``myTurns`` subscription (graphql-transport-ws); where WebSockets
+  are unavailable (a proxy refuses the upgrade), the runner long-polls ``awaitTurn``.
+- After a dropped connection it reconnects with backoff; ``myTurns`` answers the turns
+  already waiting first, so none is missed.
+- Each decision runs in a worker thread, so a slow bot does not stall the connection, and
+  turns of different matches are decided at once. A move is sent with ``expectedVersion``:
+  resent after a lost answer, it can never apply twice, and a move decided on a state
+  that has moved on is decided again.
+- ``RATE_LIMITED`` answers are waited out; a bot that raises, or answers an illegal move,
+  is logged and loses only that move (the server's fallback plays it at the deadline).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import random
+import signal
+import time
+
+from sdk.bot import Bot, load_bot
+from sdk.client import ArenaClient, ArenaError, ArenaUnavailable, Match, WebSocketsUnavailable
+from wizard import Move
+
+log = logging.getLogger("wizard_arena.bot")
+
+#: Errors no retry can cure: the runner stops with them.
+FATAL_CODES = frozenset({"UNAUTHENTICATED", "FORBIDDEN"})
+#: awaitTurn's wait per request while long-polling
+POLL_TIMEOUT_MS = 25_000
+
+
+class Backoff:
+    """Waits that double from ``first`` to ``most`` seconds, with jitter so that many bots
+    cut off together do not reconnect together."""
+
+    def __init__(self, first: float = 0.2, most: float = 10.0) -> None:
+        self.first = first
+        self.most = most
+        self.failures = 0
+
+    def next(self) -> float:
+        delay = min(self.most, self.first * 2**self.failures) * random.uniform(0.5, 1.0)
+        self.failures += 1
+        return delay
+
+    def reset(self) -> None:
+        self.failures = 0
+
+
+class BotRunner:
+    """Plays ``bot`` in every match its token's bot is seated in. ``transport`` is ``ws``,
+    ``poll`` or ``auto`` (ws, then polling if WebSockets are unavailable)."""
+
+    def __init__(self, bot: Bot, client: ArenaClient, transport: str = "auto") -> None:
+        if transport not in ("auto", "ws", "poll"):
+            raise ValueError(f"transport {transport!r}: use auto, ws or poll")
+        self.bot = bot
+        self.client = client
+        self.transport = transport
+        self.moves_sent = 0
+        self.bot_errors = 0
+        self.refused_moves = 0
+        self._deciding: dict[str, asyncio.Task[None]] = {}
+        self._newer: dict[str, Match] = {}
+        #: the version of each match the bot last decided on: a turn is decided once
+        self._decided: dict[str, int] = {}
+        self._backoff = Backoff()
+
+    # ------------------------------------------------------------------ connection
+    async def run(self) -> None:
+        """Plays until cancelled. Raises :class:`ArenaError` for a bad token."""
+        me = await self.client.me()
+        if me is None:
+            raise ArenaError("UNAUTHENTICATED", "the server knows no bot with this token: check --token")
+        log.info("playing as %s (bot %s) with %s over %s", me["name"], me["id"], self.bot.label, self.client.url)
+        transport = self.transport
+        while True:
+            try:
+                if transport == "poll":
+                    await self._poll()
+                else:
+                    await self._subscribe()
+            except WebSocketsUnavailable as e:
+                if transport == "auto":
+                    log.warning("WebSockets are unavailable (%s): long-polling awaitTurn instead", e)
+                    transport = "poll"
+                    continue
+                await self._pause(f"no WebSocket connection ({e})")
+            except ArenaUnavailable as e:
+                await self._pause(f"connection lost ({e})")
+            except ArenaError as e:
+                if e.code in FATAL_CODES:
+                    raise
+                if e.code == "RATE_LIMITED":
+                    await asyncio.sleep(e.retry_after or 1.0)
+                else:
+                    await self._pause(f"the server refused the turn stream: {e}")
+
+    async def _pause(self, why: str) -> None:
+        delay = self._backoff.next()
+        log.warning("%s; reconnecting in %.1f s", why, delay)
+        await asyncio.sleep(delay)
+
+    async def _subscribe(self) -> None:
+        async for match in self.client.my_turns():
+            self._backoff.reset()
+            self._turn(match)
+        raise ArenaUnavailable("the server ended the myTurns subscription")
+
+    async def _poll(self) -> None:
+        while True:
+            match = await self.client.await_turn(None, POLL_TIMEOUT_MS)
+            self._backoff.reset()
+            if match is not None:
+                self._turn(match)
+                # awaitTurn answers the same match until it is moved in: one turn at a time
+                await asyncio.shield(self._deciding[match.id])
+
+    # ------------------------------------------------------------------ turns
+    def _turn(self, match: Match) -> None:
+        if not match.my_turn or match.version <= self._decided.get(match.id, -1):
+            return
+        if match.id in self._deciding:
+            known = self._newer.get(match.id)
+            if known is None or match.version > known.version:
+                self._newer[match.id] = match
+            return
+        task = asyncio.create_task(self._play_turns(match), name=f"match {match.id}")
+        self._deciding[match.id] = task
+
+    async def _play_turns(self, match: Match) -> None:
+        """Moves in ``match`` while it is this bot's turn (it may lead the next trick too)."""
+        current: Match | None = match
+        try:
+            while current is not None and current.my_turn and current.version > self._decided.get(match.id, -1):
+                self._decided[match.id] = current.version
+                current = await self._move(current)
+                newer = self._newer.pop(match.id, None)
+                if newer is not None and (current is None or newer.version > current.version):
+                    current = newer
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # never let one match take the client down
+            log.exception("match %s: unexpected error; the turn stream goes on", match.id)
+        finally:
+            self._deciding.pop(match.id, None)
+            self._newer.pop(match.id, None)
+
+    async def _move(self, match: Match) -> Match | None:
+        """Decides and sends one move; the match after it (None when nothing more to do)."""
+        view = match.view
+        where = f"match {match.id} v{match.version} round {view.round}/{view.rounds} {view.phase.value}"
+        started = time.perf_counter()
+        try:
+            move = await asyncio.to_thread(self.bot.act, view, match.id)
+            if not isinstance(move, Move):
+                raise TypeError(f"{self.bot.label} answered {move!r}, not a wizard.Move")
+        except Exception:
+            self.bot_errors += 1
+            log.exception("%s: %s raised; the server makes this move at the deadline", where, self.bot.label)
+            return None
+        log.info("%s: %s (%.0f ms)", where, move, (time.perf_counter() - started) * 1000)
+        return await self._send(match, move, where)
+
+    async def _send(self, match: Match, move: Move, where: str) -> Match | None:
+        give_up = time.monotonic() + int(match.data.get("moveTimeoutMs") or 10_000) / 1000 + 5
+        backoff = Backoff(0.1, 2.0)
+        while True:
+            try:
+                after = await self.client.submit_move(match.id, move, expected_version=match.version)
+            except ArenaError as e:
+                if e.code == "RATE_LIMITED":
+                    await asyncio.sleep(e.retry_after or 1.0)
+                    continue
+                if e.code == "STALE_VERSION":
+                    # the match moved on (another seat's bid, a timeout, or this very move,
+                    # sent again after a lost answer): decide again on what it is now
+                    return await self.client.match(match.id)
+                self.refused_moves += 1
+                log.error("%s: the server refused %s: %s: %s", where, move, e.code, e.message)
+                return None
+            except ArenaUnavailable as e:
+                if time.monotonic() > give_up:
+                    log.error("%s: could not send %s before the deadline (%s)", where, move, e)
+                    return None
+                delay = backoff.next()
+                log.warning("%s: sending %s failed (%s); again in %.1f s", where, move, e, delay)
+                await asyncio.sleep(delay)
+                continue
+            self.moves_sent += 1
+            if after.is_over:
+                self._decided.pop(match.id, None)
+                self._log_result(after)
+            return after
+
+    def _log_result(self, match: Match) -> None:
+        view = match.view
+        names = match.names()
+        scores = ", ".join(f"{names[s.seat]} {s.score}" for s in view.seats)
+        winners = ", ".join(names[w] for w in view.winners or ())
+        log.info("match %s %s: %s; won by %s", match.id, match.status.lower(), scores, winners or "nobody")
+
+
+async def run_bot_async(bot: Bot, url: str, token: str, transport: str = "auto") -> None:
+    async with ArenaClient(url, token) as client:
+        await BotRunner(bot, client, transport).run()
+
+
+def run_bot(bot: Bot, url: str, token: str, transport: str = "auto") -> None:
+    """Plays ``bot`` on the server at ``url`` until interrupted (Ctrl-C)."""
+    asyncio.run(run_bot_async(bot, url, token, transport))
+
+
+def play_command(args: argparse.Namespace) -> None:
+    if not args.token:
+        raise ValueError("play needs the bot's token: --token T or WIZARD_ARENA_TOKEN (from `wizard-arena register NAME`)")
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(message)s")
+    for noisy in ("httpx", "httpcore", "websockets"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    bot = load_bot(args.bot)
+
+    async def main() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, task.cancel)
+        try:
+            await run_bot_async(bot, args.url, args.token, args.transport)
+        except asyncio.CancelledError:
+            log.info("stopped")
+
+    try:
+        asyncio.run(main())
+    except ArenaError as e:
+        raise ValueError(f"the server refused: {e.code}: {e.message}") from None

@@ -1,0 +1,196 @@
+"""The SDK against a real server: `wizard-arena play` processes finish matches with no
+timeouts, in several matches at once, across cut connections and where WebSockets are
+refused; a bot that raises loses only those moves; register and match new work as shown."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.api.arena_client import REPO, Api, Process
+from tests.api.tcp_proxy import TcpProxy
+from tests.api.ws_client import Completed, GraphQLWS
+
+FOLLOW = "subscription($m: ID!) { matchUpdates(matchId: $m) { status rounds movesMade seats { timeouts } } }"
+
+
+@pytest.fixture
+def players(tmp_path: Path) -> Iterator[Callable[..., Process]]:
+    """Starts `wizard-arena play` processes; each is stopped at teardown."""
+    started: list[Process] = []
+
+    def start(url: str, token: str, bot: str = "heuristic", *extra: str) -> Process:
+        log = tmp_path / f"play-{len(started)}.log"
+        process = Process(["play", "--url", url, "--token", token, "--bot", bot, *extra], dict(os.environ), log)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.stop()
+
+
+@pytest.fixture(scope="module")
+def worker(start_worker: Any) -> Any:
+    """A worker, so that a seat whose bot fails to move really times out."""
+    return start_worker()
+
+
+def follow_to_end(api: Api, match_id: str, on_update: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """The match's last update, following matchUpdates (a spectator's) until it completes."""
+    with GraphQLWS(api.ws_url) as ws:
+        ws.init()
+        op = ws.subscribe(FOLLOW, {"m": match_id})
+        last: dict[str, Any] = {}
+        while True:
+            try:
+                last = ws.data(op, "matchUpdates", timeout=30)
+            except Completed:
+                return last
+            if on_update is not None:
+                on_update(last)
+
+
+def house_match(api: Api, token: str, house: str = "HEURISTIC", **spec: Any) -> str:
+    """A match with the token's bot in it and house bots in the other seats."""
+    spec = {"ruleset": "WIZARD_JUNIOR", "players": 4, "moveTimeoutMs": 10_000, **spec}
+    match_id = api.create_match(token, **spec)
+    api.join(token, match_id)
+    for _ in range(spec["players"] - 1):
+        api.add_house_bot(token, match_id, house)
+    return match_id
+
+
+def test_four_sdk_bot_processes_finish_a_match_with_no_timeouts(api, worker, players):
+    tokens = [api.register()[0] for _ in range(4)]
+    match_id = api.create_match(tokens[0], ruleset="WIZARD_JUNIOR", players=4, moveTimeoutMs=10_000)
+    for token in tokens:
+        api.join(token, match_id)
+    bots = ["heuristic", "random", "examples/random_bot.py:RandomBot", "heuristic"]
+    processes = [players(api.base, token, bot) for token, bot in zip(tokens, bots, strict=True)]
+
+    final = follow_to_end(api, match_id)
+
+    assert final["status"] == "FINISHED"
+    assert [s["timeouts"] for s in final["seats"]] == [0, 0, 0, 0]
+    logs = [p.output() for p in processes]
+    assert all("playing as" in log and "ERROR" not in log for log in logs), logs
+    assert any(f"match {match_id} finished" in log for log in logs)
+
+
+def test_one_bot_plays_several_matches_at_once(api, worker, players):
+    token = api.register()[0]
+    match_ids = [house_match(api, token, "RANDOM", ruleset="WIZARD_JUNIOR", players=3) for _ in range(3)]
+    players(api.base, token)
+
+    finals = [follow_to_end(api, match_id) for match_id in match_ids]
+
+    assert [f["status"] for f in finals] == ["FINISHED"] * 3
+    assert all(s["timeouts"] == 0 for f in finals for s in f["seats"])
+
+
+def test_a_bot_whose_connection_is_cut_mid_match_reconnects_and_finishes(api, worker, players):
+    token = api.register()[0]
+    match_id = house_match(api, token)
+    proxy = TcpProxy(api.port)
+    process = players(proxy.url, token)
+    cuts: list[int] = []
+
+    def cut_now_and_then(update: dict[str, Any]) -> None:
+        if update["movesMade"] >= 20 * (len(cuts) + 1) and len(cuts) < 3:
+            cuts.append(proxy.cut())
+
+    try:
+        final = follow_to_end(api, match_id, cut_now_and_then)
+    finally:
+        proxy.close()
+
+    assert len(cuts) == 3 and all(closed >= 2 for closed in cuts), cuts  # the turn stream at least
+    assert final["status"] == "FINISHED"
+    assert [s["timeouts"] for s in final["seats"]] == [0, 0, 0, 0]
+    assert process.output().count("connection lost") >= 3
+
+
+def test_where_websockets_are_refused_the_bot_long_polls(api, worker, players):
+    token = api.register()[0]
+    match_id = house_match(api, token)
+    proxy = TcpProxy(api.port, refuse_websockets=True)
+    process = players(proxy.url, token)
+    try:
+        final = follow_to_end(api, match_id)
+    finally:
+        proxy.close()
+
+    assert final["status"] == "FINISHED"
+    assert [s["timeouts"] for s in final["seats"]] == [0, 0, 0, 0]
+    assert proxy.websockets_refused >= 1
+    assert "long-polling awaitTurn" in process.output()
+
+
+FLAKY_BOT = '''
+from sdk import Bot
+
+class FlakyBot(Bot):
+    """Bids fail in odd rounds; everything else is the first legal move."""
+
+    def choose_trump(self, view):
+        return view.legal_moves[0]
+
+    def bid(self, view):
+        if view.round % 2:
+            raise RuntimeError(f"flaky bot fails to bid in round {view.round}")
+        return view.legal_moves[0]
+
+    def play(self, view):
+        return view.legal_moves[0]
+'''
+
+
+def test_a_bot_that_raises_loses_those_moves_and_keeps_playing(api, worker, players, tmp_path):
+    bot_file = tmp_path / "flaky.py"
+    bot_file.write_text(FLAKY_BOT)
+    token = api.register()[0]
+    match_id = house_match(api, token, moveTimeoutMs=1500)
+    process = players(api.base, token, f"{bot_file}:FlakyBot")
+
+    final = follow_to_end(api, match_id)
+
+    assert final["status"] == "FINISHED"
+    rounds = final["rounds"]
+    failed_bids = (rounds + 1) // 2
+    assert [s["timeouts"] for s in final["seats"]] == [failed_bids, 0, 0, 0]
+    log = process.output()
+    assert log.count("RuntimeError: flaky bot fails to bid") == failed_bids  # each turn decided once
+    assert f"round {rounds}/{rounds} PLAY" in log  # it played on to the last round
+
+
+def wizard_arena(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "service.cli", *args], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_register_and_match_new_commands(api):
+    registered = wizard_arena("register", f"cli-{os.urandom(3).hex()}", "--url", api.base, "--json")
+    assert registered.returncode == 0, registered.stderr
+    token = json.loads(registered.stdout)["token"]
+
+    created = wizard_arena(
+        "match", "new", "--url", api.base, "--token", token, "--players", "3", "--join",
+        "--house-bot", "heuristic", "--house-bot", "RANDOM", "--move-timeout-ms", "5000",
+    )
+    assert created.returncode == 0, created.stderr
+    match = api.match(created.stdout.strip(), token)
+    assert match["status"] == "ACTIVE" and match["mySeat"] == 0 and match["moveTimeoutMs"] == 5000
+
+    refused = wizard_arena("match", "new", "--url", api.base, "--token", "wza_not-a-token")
+    assert refused.returncode == 1 and "UNAUTHENTICATED" in refused.stderr
+    too_many = wizard_arena("match", "new", "--url", api.base, "--token", token, "--players", "3",
+                            *["--house-bot", "RANDOM"] * 4)
+    assert too_many.returncode == 1 and "4 seats" in too_many.stderr
