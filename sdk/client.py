@@ -29,7 +29,7 @@ MATCH_FIELDS = """
   ruleset variants players round rounds handSize dealer phase trumpCard trumpSuit leadSuit
   toAct awaiting mySeat hand movesMade seedHash seed winners
   legalMoves { bid card trump }
-  seats { seat bot { id name } score bid tricks timeouts hand }
+  seats { seat bot { id name } houseBot score bid tricks timeouts hand }
   currentTrick { seat card }
   completedTricks { leader winner plays { seat card } }
   lastTrick { leader winner plays { seat card } }
@@ -95,8 +95,12 @@ class Match:
     def my_turn(self) -> bool:
         return self.view.my_seat is not None and self.view.my_seat in self.view.awaiting
 
-    def names(self) -> list[str]:
-        return [(s.get("bot") or {}).get("name") or f"seat {s['seat']}" for s in self.data["seats"]]
+    def names(self) -> list[str | None]:
+        """Each seat's bot name (``house-heuristic`` for a house bot; None while empty)."""
+        return [
+            (s.get("bot") or {}).get("name") or (f"house-{s['houseBot'].lower()}" if s.get("houseBot") else None)
+            for s in self.data["seats"]
+        ]
 
     def timeouts(self) -> list[int]:
         return [int(s["timeouts"]) for s in self.data["seats"]]

@@ -24,6 +24,7 @@ import time
 
 from sdk.bot import Bot, load_bot
 from sdk.client import ArenaClient, ArenaError, ArenaUnavailable, Match, WebSocketsUnavailable
+from sdk.render import scores_text, seat_labels, winners_text
 from wizard import Move
 
 log = logging.getLogger("wizard_arena.bot")
@@ -200,10 +201,9 @@ class BotRunner:
 
     def _log_result(self, match: Match) -> None:
         view = match.view
-        names = match.names()
-        scores = ", ".join(f"{names[s.seat]} {s.score}" for s in view.seats)
-        winners = ", ".join(names[w] for w in view.winners or ())
-        log.info("match %s %s: %s; won by %s", match.id, match.status.lower(), scores, winners or "nobody")
+        labels = seat_labels(view.players, match.names())
+        winners = winners_text(view.winners or (), labels) or "nobody"
+        log.info("match %s %s: %s; won by %s", match.id, match.status.lower(), scores_text([s.score for s in view.seats], labels), winners)
 
 
 async def run_bot_async(bot: Bot, url: str, token: str, transport: str = "auto") -> None:

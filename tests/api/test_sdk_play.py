@@ -194,3 +194,30 @@ def test_register_and_match_new_commands(api):
     too_many = wizard_arena("match", "new", "--url", api.base, "--token", token, "--players", "3",
                             *["--house-bot", "RANDOM"] * 4)
     assert too_many.returncode == 1 and "4 seats" in too_many.stderr
+
+
+def test_watch_follows_a_live_match_as_a_spectator_until_it_ends(api):
+    token = api.register()[0]
+    match_id = house_match(api, token, "RANDOM", players=3)
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "service.cli", "watch", match_id, "--url", api.base],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert watcher.stdout is not None
+        first = watcher.stdout.readline()  # subscribed: the match as it is now
+        assert first.startswith(f"--- match {match_id} | v") and "ACTIVE" in first
+        api.play_out(token, match_id)
+        out, err = watcher.communicate(timeout=60)
+    finally:
+        watcher.kill()
+    assert watcher.returncode == 0, err
+    pictures = out.split("--- match ")
+    assert len(pictures) > 20  # every change, not just the end
+    assert "| FINISHED |" in pictures[-1] and "winners:" in pictures[-1]
+    assert "your hand" not in out and "(you)" not in out  # a spectator sees no card of a live match
+
+
+def test_watch_of_an_unknown_match_says_so(api):
+    watched = wizard_arena("watch", "no-such-match", "--url", api.base)
+    assert watched.returncode == 1 and "NOT_FOUND" in watched.stderr
