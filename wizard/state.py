@@ -436,10 +436,15 @@ class MatchState:
         self._deal(self._round + 1, (self._dealer + 1) % self._n)
 
     def _deal(self, round_number: int, dealer: int) -> None:
+        self._deal_order(round_number, dealer, round_deck(self.config, self.seed, round_number, dealer))
+
+    def _deal_order(self, round_number: int, dealer: int, order: list[int]) -> None:
+        """Start round ``round_number`` from ``order``, its cards in dealing order (as
+        :func:`round_deck` gives them): deal, turn the trump card, open the first phase.
+        :func:`wizard.sampling.sample_state` calls it with an order of its own."""
         self._round = round_number
         self._dealer = dealer
         n = self._n
-        order = round_deck(self.config, self.seed, round_number, dealer)
         self._size = self.config.hand_size(round_number)
         dealt = self._size * n
         hands = [0] * n
@@ -593,22 +598,30 @@ def new_match(config: MatchConfig, seed: str) -> MatchState:
         raise ConfigError("the seed must be text that UTF-8 can encode (no lone surrogates)") from None
     if encoded > MAX_SEED_BYTES:
         raise ConfigError(f"the seed is {encoded} bytes long; at most {MAX_SEED_BYTES} are allowed")
+    dealer = first_dealer(config, seed)
+    if config.deals is not None:
+        for r in range(1, len(config.deals) + 1):
+            _validated_stacked_round(config, r, (dealer + r - 1) % config.players)
+    state = undealt_match(config, seed, dealer)
+    state._deal(1, dealer)
+    return state
+
+
+def undealt_match(config: MatchConfig, seed: str, dealer: int) -> MatchState:
+    """A match before its first deal (no scores, no moves): call ``_deal`` or
+    ``_deal_order`` next. The seed is not checked here; :func:`new_match` checks it."""
     state = MatchState.__new__(MatchState)
     state.config = config
     state.seed = seed
     n = state._n = config.players
-    dealer = state._first_dealer = first_dealer(config, seed)
+    state._first_dealer = dealer
     # SINGLE_SUIT has no following: a lead that never matches any suit turns it off.
     state._single = config.single_suit
-    if config.deals is not None:
-        for r in range(1, len(config.deals) + 1):
-            _validated_stacked_round(config, r, (dealer + r - 1) % n)
     state._scores = [0] * n
     state._results = []
     state._log = []
     state._last_trick = None
     state._leader = NO_SEAT
     state._win_pos = 0
-    state._deal(1, dealer)
     return state
 
