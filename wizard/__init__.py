@@ -28,6 +28,7 @@ from wizard.errors import (
 from wizard.moves import Move
 from wizard.record import MatchRecord, state_from_bytes, state_to_bytes
 from wizard.rules import BidReveal, MatchConfig, Ruleset, Scoring, Variant
+from wizard.sampling import sample_state
 from wizard.shuffle import seed_hash
 from wizard.state import MatchState, Outcome, Phase, new_match
 from wizard.views import MatchView, Play, RoundResult, SeatResult, SeatView, Trick
@@ -38,5 +39,5 @@ __all__ = [
     "MatchState", "MatchView", "Move", "NotYourTurnError", "Outcome", "Phase", "Play",
     "RandomBot", "RecordError", "RoundResult", "Ruleset", "Scoring", "SeatResult", "SeatView",
     "Suit", "Trick", "Variant", "WizardError", "card_code", "fallback_move", "new_match",
-    "seed_hash", "state_from_bytes", "state_to_bytes",
+    "sample_state", "seed_hash", "state_from_bytes", "state_to_bytes",
 ]
