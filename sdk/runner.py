@@ -75,7 +75,7 @@ class BotRunner:
     # ------------------------------------------------------------------ connection
     async def run(self) -> None:
         """Plays until cancelled. Raises :class:`ArenaError` for a bad token."""
-        me = await self.client.me()
+        me = await self._who_am_i()
         if me is None:
             raise ArenaError("UNAUTHENTICATED", "the server knows no bot with this token: check --token")
         log.info("playing as %s (bot %s) with %s over %s", me["name"], me["id"], self.bot.label, self.client.url)
@@ -98,9 +98,26 @@ class BotRunner:
                 if e.code in FATAL_CODES:
                     raise
                 if e.code == "RATE_LIMITED":
-                    await asyncio.sleep(e.retry_after or 1.0)
+                    await self._rate_limited(e)
                 else:
                     await self._pause(f"the server refused the turn stream: {e}")
+
+    async def _who_am_i(self) -> dict[str, str] | None:
+        """The token's bot, waiting for a server that is not up yet (or rate limits)."""
+        while True:
+            try:
+                return await self.client.me()
+            except ArenaUnavailable as e:
+                await self._pause(f"cannot reach the server ({e})")
+            except ArenaError as e:
+                if e.code != "RATE_LIMITED":
+                    raise
+                await self._rate_limited(e)
+
+    async def _rate_limited(self, error: ArenaError) -> None:
+        wait = error.retry_after or 1.0
+        log.info("rate limited: waiting %.3f s as the server asks", wait)
+        await asyncio.sleep(wait)
 
     async def _pause(self, why: str) -> None:
         delay = self._backoff.next()
@@ -176,12 +193,12 @@ class BotRunner:
                 after = await self.client.submit_move(match.id, move, expected_version=match.version)
             except ArenaError as e:
                 if e.code == "RATE_LIMITED":
-                    await asyncio.sleep(e.retry_after or 1.0)
+                    await self._rate_limited(e)
                     continue
                 if e.code == "STALE_VERSION":
                     # the match moved on (another seat's bid, a timeout, or this very move,
                     # sent again after a lost answer): decide again on what it is now
-                    return await self.client.match(match.id)
+                    return await self._fetch(match.id, give_up)
                 self.refused_moves += 1
                 log.error("%s: the server refused %s: %s: %s", where, move, e.code, e.message)
                 return None
@@ -198,6 +215,21 @@ class BotRunner:
                 self._decided.pop(match.id, None)
                 self._log_result(after)
             return after
+
+    async def _fetch(self, match_id: str, give_up: float) -> Match | None:
+        """The match now, through rate limits and lost connections until ``give_up``."""
+        backoff = Backoff(0.1, 2.0)
+        while True:
+            try:
+                return await self.client.match(match_id)
+            except ArenaError as e:
+                if e.code != "RATE_LIMITED":
+                    raise
+                await self._rate_limited(e)
+            except ArenaUnavailable:
+                if time.monotonic() > give_up:
+                    raise
+                await asyncio.sleep(backoff.next())
 
     def _log_result(self, match: Match) -> None:
         view = match.view

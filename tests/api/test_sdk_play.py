@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.api.arena_client import REPO, Api, Process
+from tests.api.arena_client import REPO, Api, Process, free_port, wait_until
 from tests.api.tcp_proxy import TcpProxy
 from tests.api.ws_client import Completed, GraphQLWS
 
@@ -221,3 +221,27 @@ def test_watch_follows_a_live_match_as_a_spectator_until_it_ends(api):
 def test_watch_of_an_unknown_match_says_so(api):
     watched = wizard_arena("watch", "no-such-match", "--url", api.base)
     assert watched.returncode == 1 and "NOT_FOUND" in watched.stderr
+
+
+def test_a_rate_limited_bot_waits_as_told_and_misses_no_turn(start_api, worker, players):
+    strict = start_api(ARENA_RATE_LIMIT_PER_SECOND="15", ARENA_RATE_LIMIT_BURST="4")
+    creator, token = strict.register()[0], strict.register()[0]
+    match_id = strict.create_match(creator, ruleset="WIZARD_JUNIOR", players=3, moveTimeoutMs=10_000)
+    strict.add_house_bot(creator, match_id, "RANDOM")
+    strict.add_house_bot(creator, match_id, "RANDOM")
+    process = players(strict.base, token)
+    strict.join(token, match_id)  # the bot's token spends its burst on its own requests only
+
+    final = follow_to_end(strict, match_id)
+
+    assert final["status"] == "FINISHED"
+    assert [s["timeouts"] for s in final["seats"]] == [0, 0, 0]
+    log = process.output()
+    assert "rate limited: waiting" in log and "ERROR" not in log
+
+
+def test_a_bot_started_before_its_server_waits_for_it(start_api, players, tmp_path):
+    port = free_port()
+    process = players(f"http://127.0.0.1:{port}", "wza_any-token")
+    wait_until(lambda: "cannot reach the server" in process.output(), "the bot to say it waits")
+    assert process.popen.poll() is None  # still waiting, not crashed
