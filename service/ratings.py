@@ -67,8 +67,12 @@ def fit_scores(
     variances are estimated from the data, so a table effect that does not exist costs
     nothing and one that does is taken out; the strengths are their posterior means
     (shrunk toward the middle the less a bot has played). Fitted by alternating exact
-    updates (each bot's strength, each table's effect, the mean) until they settle;
-    ``start`` (strengths from an earlier fit) makes a refit after one more match quick."""
+    updates: every sweep updates each table's effect, each bot's strength and the mean,
+    then estimates the variances again from the new strengths. It stops only after a sweep
+    in which none of them, the variances included (as standard deviations), moved by
+    ``tolerance`` or more, so what it returns is a fixed point: fitting again from its own
+    strengths gives the same answer. ``sweeps`` caps the sweeps. ``start`` (strengths from
+    an earlier fit) makes a refit after one more match quick."""
     strength: dict[Hashable, float] = {}
     games: dict[Hashable, int] = {}
     seen: dict[Hashable, list[tuple[int, int]]] = {}
@@ -86,15 +90,14 @@ def fit_scores(
         return Fit({}, {}, {}, 1.0)
     mean = total / count
     table = [0.0] * len(matches)
-    noise_var, table_var, strength_var = 1.0, 1.0, 1.0
-    for sweep in range(sweeps):
-        if sweep % 4 == 0:
-            noise_var, table_var, strength_var = _variances(matches, strength, mean)
+    stats = _table_stats(matches, strength)
+    variances = _variances(stats, strength, mean)
+    for _ in range(sweeps):
+        noise_var, table_var, strength_var = variances
         largest = 0.0
         shrink_table = noise_var / table_var if table_var > 0 else math.inf
-        for m, (bots, scores) in enumerate(matches):
-            residual = sum(scores[i] - mean - strength[b] for i, b in enumerate(bots))
-            new = residual / (len(bots) + shrink_table) if shrink_table != math.inf else 0.0
+        for m, (rest, seats, _) in enumerate(stats):
+            new = (rest - seats * mean) / (seats + shrink_table) if shrink_table != math.inf else 0.0
             largest = max(largest, abs(new - table[m]))
             table[m] = new
         shrink = noise_var / strength_var
@@ -103,11 +106,21 @@ def fit_scores(
             new = residual / (len(places) + shrink)
             largest = max(largest, abs(new - strength[bot]))
             strength[bot] = new
-        mean = sum(
-            scores[i] - strength[b] - table[m] for m, (bots, scores) in enumerate(matches) for i, b in enumerate(bots)
-        ) / count
+        stats = _table_stats(matches, strength)
+        new = sum(rest - seats * table[m] for m, (rest, seats, _) in enumerate(stats)) / count
+        largest = max(largest, abs(new - mean))
+        mean = new
+        # The variances settle with everything else: stopping once the strengths stand
+        # still under variances estimated from earlier strengths (on a cold start, from the
+        # raw spread of the scores) would leave the noise too wide, the strengths too shrunk
+        # and the Elo scale squeezed. So they are estimated again from every sweep's
+        # strengths, and a sweep that moved them (as standard deviations) is not the last.
+        variances = _variances(stats, strength, mean)
+        for now, before in zip(variances, (noise_var, table_var, strength_var), strict=True):
+            largest = max(largest, abs(math.sqrt(now) - math.sqrt(before)))
         if largest < tolerance:
             break
+    noise_var = variances[0]
     middle = sum(strength.values()) / len(strength)
     noise = math.sqrt(noise_var)
     # P(one bot finishes ahead of another at the same table) = Phi(difference / (noise * sqrt 2))
@@ -116,24 +129,35 @@ def fit_scores(
     return Fit(ratings, dict(strength), games, noise)
 
 
-def _variances(
+def _table_stats(
     matches: Sequence[tuple[Sequence[Hashable], Sequence[float]]],
+    strength: dict[Hashable, float],
+) -> list[tuple[float, int, float]]:
+    """Per match, of each seat's score less its bot's strength: the sum, the number of
+    seats and the sum of squares about their own mean (one pass serves the table effects,
+    the mean and the variances)."""
+    stats = []
+    for bots, scores in matches:
+        rest = [scores[i] - strength[b] for i, b in enumerate(bots)]
+        total = sum(rest)
+        centre = total / len(rest)
+        stats.append((total, len(rest), sum((r - centre) ** 2 for r in rest)))
+    return stats
+
+
+def _variances(
+    stats: Sequence[tuple[float, int, float]],
     strength: dict[Hashable, float],
     mean: float,
 ) -> tuple[float, float, float]:
-    """Moment estimates of the noise, table-effect and strength variances."""
-    within = 0.0
-    within_df = 0
-    table_means = []
-    for bots, scores in matches:
-        residuals = [scores[i] - mean - strength[b] for i, b in enumerate(bots)]
-        centre = sum(residuals) / len(residuals)
-        within += sum((r - centre) ** 2 for r in residuals)
-        within_df += len(residuals) - 1
-        table_means.append((centre, len(residuals)))
+    """Moment estimates of the noise, table-effect and strength variances (``stats`` from
+    :func:`_table_stats` with these strengths)."""
+    within = sum(ss for _, _, ss in stats)
+    within_df = sum(seats - 1 for _, seats, _ in stats)
     noise_var = max(within / max(1, within_df - len(strength)), 1e-9)
-    table_var = max(0.0, sum(c * c for c, _ in table_means) / len(table_means)
-                    - sum(noise_var / n for _, n in table_means) / len(table_means))
+    centres = [rest / seats - mean for rest, seats, _ in stats]  # each table's mean residual
+    table_var = max(0.0, sum(c * c for c in centres) / len(stats)
+                    - sum(noise_var / seats for _, seats, _ in stats) / len(stats))
     values = list(strength.values())
     centre = sum(values) / len(values)
     # the spread of the current estimates, floored so that a fresh field is not frozen at 0

@@ -261,6 +261,65 @@ def test_fit_scores_with_a_warm_start_agrees_with_a_cold_fit():
         assert warm.ratings[bot] == pytest.approx(cold.ratings[bot], abs=0.5)
 
 
+def _same_table_every_match(seed: int, matches: int = 40, noise: float = 120.0):
+    """What ``wizard-arena tournament run heuristic random --players 4`` feeds the fit: the
+    same two entrants, two seats each, at every table (seat order alternating), entrant 0
+    about 180 points a match, entrant 1 about -360, every table a little higher or lower."""
+    rng = random.Random(seed)
+    out = []
+    for m in range(matches):
+        seats = (0, 1, 0, 1) if m % 2 == 0 else (1, 0, 1, 0)
+        level = rng.gauss(0, 50)
+        out.append((seats, [round({0: 180, 1: -360}[e] + level + rng.gauss(0, noise)) for e in seats]))
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("noise", [60.0, 120.0, 200.0])
+def test_fit_scores_on_the_same_table_every_match_is_a_fixed_point(seed, noise):
+    # Regression: the fit stopped once the strengths stood still, before estimating the
+    # variances again from them, so fitting again from its own strengths moved it a long
+    # way (heuristic against random: 1605/1395 after one fit, 2063/937 once settled).
+    matches = _same_table_every_match(seed, noise=noise)
+    fit = fit_scores(matches)
+    again = fit_scores(matches, start=fit.strengths)
+    assert again.ratings == pytest.approx(fit.ratings, abs=0.05)
+    assert again.noise == pytest.approx(fit.noise, rel=1e-4)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("noise", [60.0, 120.0, 200.0])
+def test_fit_scores_on_the_same_table_every_match_spreads_the_ratings_as_far_as_the_scores_say(seed, noise):
+    # 80 seats each is plenty: the fit should hardly shrink, so the gap should be what the
+    # scores give directly: the mean gap within a table over the spread of one score
+    # around its entrant's mean and its table's level, on the Elo scale of fit_scores.
+    matches = _same_table_every_match(seed, noise=noise)
+    gaps = []
+    for seats, scores in matches:
+        mine = [[s for e, s in zip(seats, scores, strict=True) if e == entrant] for entrant in (0, 1)]
+        gaps.append(sum(mine[0]) / len(mine[0]) - sum(mine[1]) / len(mine[1]))
+    gap = sum(gaps) / len(gaps)
+    squares = 0.0
+    for seats, scores in matches:
+        level = sum(scores) / len(scores)
+        squares += sum((s - level - (gap / 2 if e == 0 else -gap / 2)) ** 2 for e, s in zip(seats, scores, strict=True))
+    spread = math.sqrt(squares / (3 * len(matches) - 2))
+    expected = gap * 400 * 1.702 / (math.log(10) * spread * math.sqrt(2))
+    fit = fit_scores(matches)
+    assert fit.noise == pytest.approx(spread, rel=0.01)
+    assert fit.ratings[0] - fit.ratings[1] == pytest.approx(expected, rel=0.02)
+    assert (fit.ratings[0] + fit.ratings[1]) / 2 == pytest.approx(INITIAL_RATING)
+
+
+def test_fit_scores_of_a_mixed_field_is_a_fixed_point():
+    skills = {f"bot{i}": 10.0 * i for i in range(8)}
+    for seed in range(1, 4):
+        matches = _simulate(skills, 300, 4, seed=seed)
+        fit = fit_scores(matches)
+        again = fit_scores(matches, start=fit.strengths)
+        assert again.ratings == pytest.approx(fit.ratings, abs=0.05)
+
+
 def test_fit_scores_of_nothing_is_empty():
     fit = fit_scores([])
     assert fit.ratings == {} and fit.games == {}
