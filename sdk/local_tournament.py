@@ -33,8 +33,6 @@ from wizard import MatchConfig, MatchState, Variant, WizardError, fallback_move,
 RATING_RESAMPLES = 200
 #: candidate tables weighed per match when more entrants wait than there are seats
 TABLE_CANDIDATES = 200
-#: at most this many refits until the fitted ratings settle (see settled_fit)
-SETTLE_REFITS = 20
 Z95 = 1.96
 
 
@@ -241,7 +239,7 @@ def standings(
         for e, n in zip(match.seats, match.errors, strict=True):
             errors[e] += n
     fit_input = [(m.seats, m.scores) for m in played]
-    fit = settled_fit(fit_input)
+    fit = fit_scores(fit_input)
     intervals = rating_intervals(fit_input, seed, fit)
     rating = [fit.ratings.get(e, INITIAL_RATING) for e in range(len(labels))]
     mean = [statistics.fmean(values) if values else 0.0 for values in per_match]
@@ -260,24 +258,6 @@ def _mean_ci95(values: Sequence[float]) -> float | None:
     return Z95 * statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else None
 
 
-def settled_fit(fit_input: Sequence[tuple[Sequence[int], Sequence[float]]], start: Fit | None = None) -> Fit:
-    """``fit_scores`` run again from its own strengths until the ratings stay put.
-
-    One call can stop before it has estimated the variances again from fitted strengths
-    (on a balanced schedule its strengths settle in a sweep or two while the noise is still
-    the raw spread of the scores), which shrinks the strengths and squeezes the Elo scale:
-    heuristic against random came out 1605/1395 instead of 2063/937 after 40 matches.
-    Each refit starts by estimating the variances from the last fit's strengths."""
-    fit = fit_scores(fit_input, start=None if start is None else start.strengths)
-    for _ in range(SETTLE_REFITS):
-        refit = fit_scores(fit_input, start=fit.strengths)
-        moved = max(abs(refit.ratings[b] - fit.ratings[b]) for b in refit.ratings)
-        fit = refit
-        if moved < 0.05:
-            break
-    return fit
-
-
 def rating_intervals(
     fit_input: Sequence[tuple[Sequence[int], Sequence[float]]], seed: int, fit: Fit | None = None,
     resamples: int = RATING_RESAMPLES,
@@ -290,10 +270,10 @@ def rating_intervals(
     if n < 2:
         return {}
     rng = Random(f"{seed}:bootstrap")
-    fit = fit or settled_fit(fit_input)
+    fit = fit or fit_scores(fit_input)
     samples: dict[int, list[float]] = {}
     for _ in range(resamples):
-        refit = settled_fit([fit_input[rng.randrange(n)] for _ in range(n)], start=fit)
+        refit = fit_scores([fit_input[rng.randrange(n)] for _ in range(n)], start=fit.strengths)
         for e, rating in refit.ratings.items():
             samples.setdefault(e, []).append(rating)  # type: ignore[arg-type]
     intervals = {}
