@@ -21,6 +21,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from random import Random
 from typing import Any
 
@@ -88,12 +89,19 @@ class TournamentResult:
 
 
 def entrant_labels(specs: Sequence[str]) -> list[str]:
-    """One label per spec; a spec given again is another entrant: ``heuristic#2``."""
+    """One label per spec, a file spec without its folders (``search_bot.py:SearchBot``);
+    a label given again is another entrant: ``heuristic#2``.
+
+    >>> entrant_labels(["examples/random_bot.py:RandomBot", "heuristic", "heuristic"])
+    ['random_bot.py:RandomBot', 'heuristic', 'heuristic#2']
+    """
     seen: dict[str, int] = {}
     labels = []
     for spec in specs:
-        seen[spec] = seen.get(spec, 0) + 1
-        labels.append(spec if seen[spec] == 1 else f"{spec}#{seen[spec]}")
+        where, sep, name = spec.rpartition(":")
+        label = f"{Path(where).name}:{name}" if sep and where.endswith(".py") else spec
+        seen[label] = seen.get(label, 0) + 1
+        labels.append(label if seen[label] == 1 else f"{label}#{seen[label]}")
     return labels
 
 

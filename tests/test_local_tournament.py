@@ -95,7 +95,7 @@ def test_a_bot_that_fails_costs_only_its_moves(tmp_path: Path) -> None:
     )
     assert len(result.matches) == 5
     by_bot = {s.bot: s for s in result.standings}
-    shaky, illegal = by_bot[f"{path}:EveryOtherMove"], by_bot[f"{tmp_path / 'illegal.py'}:Illegal"]
+    shaky, illegal = by_bot["shaky.py:EveryOtherMove"], by_bot["illegal.py:Illegal"]
     [module] = [m for name, m in sys.modules.items() if name.startswith("_wizard_arena_bot_shaky_")]
     assert shaky.matches == 5 and shaky.errors == (module.EveryOtherMove.calls + 1) // 2 > 0
     assert shaky.errors == sum(m.errors[m.seats.index(1)] for m in result.matches)
