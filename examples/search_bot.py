@@ -45,10 +45,11 @@ class SearchBot(Bot):
         """The candidate with the best total score over as many worlds as the budget allows."""
         deadline = time.perf_counter() + self.budget_seconds
         totals = [0] * len(candidates)
-        while time.perf_counter() < deadline:
+        while True:  # one world at least, then as many as fit
             world = sample_state(view, self.rng)
             totals = [t + points for t, points in zip(totals, try_all(world, view, candidates))]
-        return candidates[totals.index(max(totals))]
+            if time.perf_counter() >= deadline:
+                return candidates[totals.index(max(totals))]
 
     def _try_cards(self, world: MatchState, view: MatchView, moves: list[Move]) -> list[int]:
         """This seat's points for the round after each card it could play now."""
