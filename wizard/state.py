@@ -25,6 +25,7 @@ from random import Random
 
 from wizard.cards import (
     BIT,
+    CARD_IDS,
     SAME_CODE_MASK,
     CODE_MASK,
     CODES,
@@ -66,6 +67,25 @@ LEAD_OPEN = 6
 #: ``_lead`` after a Wizard led: no lead suit for the rest of the trick.
 LEAD_FREE = WIZARD
 NO_SEAT = -1
+#: ``_FOLLOW_MASK[suit]``: the cards a seat holding that suit may play when it is led.
+_FOLLOW_MASK = tuple(SUIT_MASK[s] | SPECIAL_MASK for s in range(4))
+# Tables of the playout loop (MatchState._playout_round).
+#: ``_LOG_CODES[seat][card]``: the log entry of the seat playing that card
+_LOG_CODES = tuple(tuple(seat << 8 | card for card in range(CARD_IDS)) for seat in range(6))
+#: ``_TRICK_SEATS[n][leader]``: ``(seat, _LOG_CODES[seat])`` in playing order
+_TRICK_SEATS = {
+    n: tuple(tuple(((leader + i) % n, _LOG_CODES[(leader + i) % n]) for i in range(n)) for leader in range(n))
+    for n in range(3, 7)
+}
+#: a trick-table row every card beats: the "winner" of an empty trick
+_TAKES_ALL = (True,) * CARD_IDS
+#: ``_CARD_OF_BIT[1 << card]``: the card of a one-bit mask
+_CARD_OF_BIT = {1 << c: c for c in range(CARD_IDS)}
+#: by the card that sets the lead: the suit to follow (0: none), and the cards a seat
+#: holding that suit may play (SINGLE_SUIT never follows: ``_NO_FOLLOW``)
+_FOLLOW_OF = tuple(SUIT_MASK[SUIT_OF[c]] if SUIT_OF[c] < 4 else 0 for c in range(CARD_IDS))
+_LEGAL_OF = tuple(_FOLLOW_MASK[SUIT_OF[c]] if SUIT_OF[c] < 4 else 0 for c in range(CARD_IDS))
+_NO_FOLLOW = (0,) * CARD_IDS
 MAX_SEED_BYTES = 256
 
 
@@ -285,7 +305,7 @@ class MatchState:
         while True:
             phase = self._phase
             if phase is Phase.PLAY:
-                self._run_tricks(-1, random)
+                self._playout_round(random)
             elif phase is Phase.BID:
                 seat = self._to_act if self._to_act != NO_SEAT else self._bids.index(None)
                 if seat == self._dealer and self.config.plus_minus_one:
@@ -302,6 +322,103 @@ class MatchState:
             else:
                 assert self.outcome is not None
                 return self.outcome
+
+    def _playout_round(self, random: Callable[[], float]) -> None:
+        """The rest of the round's tricks with every seat RANDOM: the playout's hot loop.
+
+        It makes the same moves, from the same draws of ``random``, as :meth:`_run_tricks`
+        card by card (one draw per card: the ``k``-th legal card, lowest id first), and
+        leaves the same state; it is only arranged for speed:
+
+        - a trick is its seats in order (``_TRICK_SEATS``) and the row of the trick table
+          of the card winning it so far; before the lead that row is ``_TAKES_ALL``, so the
+          lead "takes" the empty trick and sets the suit to follow like any winning card;
+        - ``k = int(u * count)`` is counted down in floats, which is exact: ``x - 1.0`` is
+          exact for ``1 <= x < 2**52``, so the loop runs ``floor(x)`` times;
+        - cards are not collected per trick: a finished trick is only kept (``_done``) in
+          the match's last round, since dealing the next round drops it, and its cards are
+          then read back from the log.
+        """
+        n = self._n
+        hands = self._hands
+        beats = self._beats
+        log = self._log
+        append = log.append
+        tricks = self._tricks
+        card_of = _CARD_OF_BIT
+        same_code = SAME_CODE_MASK
+        if self._single:  # nothing is ever followed
+            follow_of = _NO_FOLLOW
+            legal_of = _NO_FOLLOW
+        else:
+            follow_of = _FOLLOW_OF
+            legal_of = _LEGAL_OF
+        seats = _TRICK_SEATS[n]
+        keep = self._round == self.config.rounds
+        left = self._size - len(self._done)
+        leader = self._leader
+        trick = self._trick  # cards of a trick begun before the playout
+        start = len(trick)
+        if start:
+            lead = self._lead
+            win = leader + self._win_pos
+            if win >= n:
+                win -= n
+            row = beats[trick[self._win_pos]]
+            open_lead = lead == LEAD_OPEN
+            follow = SUIT_MASK[lead] if lead < 4 else 0
+            legal = _FOLLOW_MASK[lead] if lead < 4 else 0
+            order = seats[leader][start:]
+        else:
+            row = _TAKES_ALL
+            open_lead = True
+            follow = legal = 0
+            order = seats[leader]
+            win = leader
+        while True:
+            for seat, codes in order:
+                hand = hands[seat]
+                mask = hand & legal if hand & follow else hand
+                x = random() * mask.bit_count()
+                while x >= 1.0:
+                    mask &= mask - 1
+                    x -= 1.0
+                bit = mask & -mask
+                card = card_of[bit]
+                if card >= WIZARD_BASE:
+                    bit = hand & same_code[card]
+                    bit &= -bit
+                    card = card_of[bit]
+                append(codes[card])
+                hands[seat] = hand ^ bit
+                if row[card]:
+                    row = beats[card]
+                    win = seat
+                    if open_lead:
+                        follow = follow_of[card]
+                        legal = legal_of[card]
+                        open_lead = card >= JESTER_BASE
+            tricks[win] += 1
+            left -= 1
+            if keep or not left:
+                played = len(order)
+                finished = (leader, (*trick, *[e & 0xFF for e in log[len(log) - played :]]), win)
+                if start:
+                    trick.clear()
+                    start = 0
+                if keep:
+                    self._done.append(finished)
+                if not left:
+                    break
+            leader = win
+            order = seats[win]
+            row = _TAKES_ALL
+            open_lead = True
+            follow = legal = 0
+        self._last_trick = finished
+        self._lead = LEAD_OPEN
+        self._leader = self._to_act = win
+        self._end_round()
 
     def _check_seat(self, seat: int) -> None:
         if type(seat) is not int or not 0 <= seat < self._n:
