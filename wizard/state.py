@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from math import floor
 from random import Random
 
 from wizard.cards import (
@@ -307,21 +308,53 @@ class MatchState:
             if phase is Phase.PLAY:
                 self._playout_round(random)
             elif phase is Phase.BID:
-                seat = self._to_act if self._to_act != NO_SEAT else self._bids.index(None)
-                if seat == self._dealer and self.config.plus_minus_one:
-                    bids = self._legal_bids(seat)
-                    bid = bids[int(random() * len(bids))]
-                else:  # every bid 0 … hand size is legal: the same draw as from that list
-                    bid = int(random() * (self._size + 1))
-                self._log.append(seat << 8 | (ACTION_BID + bid))
-                self._bid(seat, bid)
+                self._playout_bids(random)
             elif phase is Phase.CHOOSE_TRUMP:
-                suit = int(random() * 4)
+                suit = floor(random() * 4)
                 self._log.append(self._dealer << 8 | (ACTION_TRUMP + suit))
                 self._set_trump(suit)
             else:
                 assert self.outcome is not None
                 return self.outcome
+
+    def _playout_bids(self, random: Callable[[], float]) -> None:
+        """The rest of the bids with every seat RANDOM, then the play: what :meth:`_bid`
+        does bid by bid, with one draw per bid. A draw picks ``floor(u * count)`` from the
+        legal bids (the same as ``int``, and a faster call); every bid from 0 to the hand
+        size is legal but the dealer's under PLUS_MINUS_ONE, so only that one needs the list."""
+        bids = self._bids
+        append = self._log.append
+        choices = self._size + 1
+        seat = self._to_act
+        if seat != NO_SEAT:  # in turn, the dealer last
+            dealer = self._dealer
+            n = self._n
+            while seat != dealer:
+                bid = floor(random() * choices)
+                append(seat << 8 | (ACTION_BID + bid))
+                bids[seat] = bid
+                seat += 1
+                if seat == n:
+                    seat = 0
+            self._to_act = seat
+            if self.config.plus_minus_one:
+                legal = self._legal_bids(seat)
+                bid = legal[floor(random() * len(legal))]
+            else:
+                bid = floor(random() * choices)
+            append(seat << 8 | (ACTION_BID + bid))
+            bids[seat] = bid
+        else:  # all at once: in seat order
+            while None in bids:
+                seat = bids.index(None)
+                if seat == self._dealer and self.config.plus_minus_one:
+                    legal = self._legal_bids(seat)
+                    bid = legal[floor(random() * len(legal))]
+                else:
+                    bid = floor(random() * choices)
+                append(seat << 8 | (ACTION_BID + bid))
+                bids[seat] = bid
+        self._start_play()
 
     def _playout_round(self, random: Callable[[], float]) -> None:
         """The rest of the round's tricks with every seat RANDOM: the playout's hot loop.
