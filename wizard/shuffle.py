@@ -42,6 +42,7 @@ _LIMITS = [0] + [(1 << 32) - ((1 << 32) % b) for b in range(1, 256)]
 _MIN_LIMIT = [0, 0] + [min(_LIMITS[2 : size + 1]) for size in range(2, 256)]
 _WORDS = [struct.Struct(f">{8 * blocks}I") for blocks in range(33)]
 _DECIMAL = [str(k).encode() for k in range(64)]
+_FFF = b"\xff\xff\xff"
 
 
 class SeedStream:
@@ -86,8 +87,12 @@ class SeedStream:
             blocks = (stop + 7) // 8
             prefix = self._prefix
             sha256 = hashlib.sha256
-            words = _WORDS[blocks].unpack(b"".join([sha256(prefix + _DECIMAL[k]).digest() for k in range(blocks)]))
-            if max(words[:stop]) < _MIN_LIMIT[size]:
+            data = b"".join([sha256(prefix + _DECIMAL[k]).digest() for k in range(blocks)])
+            words = _WORDS[blocks].unpack(data)
+            # Every rejection limit is above 0xFFFFFF00, so a word that could be rejected
+            # starts with three 0xFF bytes: without them anywhere in the data, none is
+            # (a quick test before the exact one).
+            if _FFF not in data or max(words[:stop]) < _MIN_LIMIT[size]:
                 for i, word, bound in zip(range(stop), words, range(size, 0, -1)):
                     j = i + word % bound
                     items[i], items[j] = items[j], items[i]
