@@ -50,7 +50,7 @@ from wizard.errors import (
     NotYourTurnError,
 )
 from wizard.moves import ACTION_BID, ACTION_TRUMP, Move, move_of_action
-from wizard.rules import PILE_SIZE, POINTS, MatchConfig
+from wizard.rules import PILE_SIZE, POINTS, MatchConfig, Scoring
 from wizard.shuffle import SeedStream, round_label, seed_hash
 from wizard.tricks import trick_table
 
@@ -87,6 +87,7 @@ _CARD_OF_BIT = {1 << c: c for c in range(CARD_IDS)}
 _FOLLOW_OF = tuple(SUIT_MASK[SUIT_OF[c]] if SUIT_OF[c] < 4 else 0 for c in range(CARD_IDS))
 _LEGAL_OF = tuple(_FOLLOW_MASK[SUIT_OF[c]] if SUIT_OF[c] < 4 else 0 for c in range(CARD_IDS))
 _NO_FOLLOW = (0,) * CARD_IDS
+_STANDARD_POINTS = POINTS[Scoring.STANDARD]
 MAX_SEED_BYTES = 256
 
 
@@ -574,11 +575,15 @@ class MatchState:
             card = -1
 
     def _end_round(self) -> None:
-        points = POINTS[self.config.scoring]
+        scoring = self.config.scoring
+        # (Scoring hashes in Python, in enum.py: look the usual table up by identity)
+        points = _STANDARD_POINTS if scoring is Scoring.STANDARD else POINTS[scoring]
+        bids = tuple(self._bids)
+        tricks = tuple(self._tricks)
         scores = self._scores
-        for seat, (bid, tricks) in enumerate(zip(self._bids, self._tricks)):
-            scores[seat] += points[bid][tricks]  # type: ignore[index]
-        self._results.append((tuple(self._bids), tuple(self._tricks)))  # type: ignore[arg-type]
+        for seat, bid, taken in zip(range(self._n), bids, tricks):
+            scores[seat] += points[bid][taken]  # type: ignore[index]
+        self._results.append((bids, tricks))  # type: ignore[arg-type]
         if self._round == self.config.rounds:
             self._phase = Phase.FINISHED
             self._to_act = NO_SEAT
