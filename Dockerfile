@@ -23,6 +23,7 @@ COPY wizard ./wizard
 COPY service ./service
 COPY worker ./worker
 COPY bench ./bench
+COPY sdk ./sdk
 RUN pip install .
 
 # ---- runtime -------------------------------------------------------------------------------

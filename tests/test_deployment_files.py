@@ -90,6 +90,17 @@ def test_dockerignore_keeps_the_build_context_small_but_complete():
     assert not copied & ignored
 
 
+def test_the_image_gets_every_package_pyproject_installs():
+    """`pip install .` in the image finds only what was copied: a package pyproject.toml
+    includes but the Dockerfile leaves out (the SDK, which the command imports) would be
+    missing from the image."""
+    include = re.search(r"include = \[(.*?)\]", (ROOT / "pyproject.toml").read_text())
+    assert include is not None
+    packages = {name.strip(' "*') for name in include.group(1).split(",")}
+    copied = {args.split()[0] for word, args in _instructions() if word == "COPY" and not args.startswith("--from")}
+    assert packages <= copied, f"the Dockerfile does not copy {sorted(packages - copied)}"
+
+
 # ------------------------------------------------------------------ docker-compose.yml
 @pytest.fixture(scope="module")
 def services() -> dict[str, Any]:
