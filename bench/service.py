@@ -9,6 +9,11 @@ Two ways to play:
 - ``seats``: each client is one bot; four clients share a match; each loops awaitTurn ->
   submitMove, as real bots do (two requests per move).
 
+Next to each rate, the CPU time the serve process (and the Redis server, when the bench
+started it) spent per request in that phase: on a shared machine this is steadier than the
+rate, which also depends on what else runs. ``move_cpu_vs_floor`` compares a solo move's
+server CPU with a floor request's.
+
 The load generator speaks HTTP/1.1 over asyncio streams itself: httpx's async client topped
 out near 400 requests/s on this machine, which would have measured the client, not the server.
 """
@@ -254,15 +259,43 @@ async def house_bots(host: str, port: int, redis_url: str, seed: int, matches: i
     }
 
 
+def process_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time a process has used so far (None where /proc is missing)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _with_cpu(pids: dict[str, int], measure: Any) -> dict[str, Any]:
+    """Run one measurement; add each process's CPU per request (us) during it."""
+    before = {name: process_cpu_seconds(pid) for name, pid in pids.items()}
+    result: dict[str, Any] = measure()
+    for name, pid in pids.items():
+        after = process_cpu_seconds(pid)
+        if before[name] is not None and after is not None and result["requests"]:
+            result[f"{name}_cpu_us_per_request"] = round((after - before[name]) / result["requests"] * 1e6, 1)
+    return result
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
-def bench_service(clients: int, seconds: float, seed: int, url: str | None) -> dict[str, Any]:
+def _cpu_ratio(result: dict[str, Any]) -> None:
+    move, floor_cpu = result["solo"].get("server_cpu_us_per_request"), result["floor"].get("server_cpu_us_per_request")
+    if move and floor_cpu:
+        result["move_cpu_vs_floor"] = round(move / floor_cpu, 2)
+
+
+def bench_service(clients: int, seconds: float, seed: int, url: str | None, quick: bool = False) -> dict[str, Any]:
     """Start Redis (embedded, unless REDIS_URL is set) and one `serve` process (unless ``url``
-    names a running server), then measure the floor, solo play and seated play."""
+    names a running server), then measure the floor, solo play and seated play (with
+    ``quick``, the floor and solo play only)."""
     from service.embedded_redis import EmbeddedRedis
 
     processes: list[subprocess.Popen[bytes]] = []
@@ -290,14 +323,24 @@ def bench_service(clients: int, seconds: float, seed: int, url: str | None) -> d
             "seconds": seconds,
             "machine": f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}",
         }
+        pids = {"server": processes[0].pid} if processes else {}
+        if embedded is not None and embedded.process is not None:
+            pids["redis"] = embedded.process.pid
         asyncio.run(floor(host, port, clients, 1.0))  # warm-up
-        result["floor"] = asyncio.run(floor(host, port, clients, seconds))
-        result["solo"] = asyncio.run(solo(host, port, clients, seconds, seed))
-        result["solo_full_view"] = asyncio.run(solo(host, port, clients, seconds, seed + 1, MOVE_QUERY_FULL_VIEW))
-        result["seats"] = asyncio.run(seats(host, port, clients, seconds, seed))
+        result["floor"] = _with_cpu(pids, lambda: asyncio.run(floor(host, port, clients, seconds)))
+        result["solo"] = _with_cpu(pids, lambda: asyncio.run(solo(host, port, clients, seconds, seed)))
+        if quick:
+            result["move_cost_vs_floor"] = round(result["floor"]["per_second"] / result["solo"]["per_second"], 2)
+            _cpu_ratio(result)
+            return result
+        result["solo_full_view"] = _with_cpu(
+            pids, lambda: asyncio.run(solo(host, port, clients, seconds, seed + 1, MOVE_QUERY_FULL_VIEW))
+        )
+        result["seats"] = _with_cpu(pids, lambda: asyncio.run(seats(host, port, clients, seconds, seed)))
         if redis_url_for_house is not None:
             result["house_bot_delay"] = asyncio.run(house_bots(host, port, redis_url_for_house, seed))
         result["move_cost_vs_floor"] = round(result["floor"]["per_second"] / result["solo"]["per_second"], 2)
+        _cpu_ratio(result)
         return result
     finally:
         for process in processes:

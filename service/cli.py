@@ -35,7 +35,7 @@ def _bench_bots(args: argparse.Namespace) -> None:
 def _bench_service(args: argparse.Namespace) -> None:
     from bench.service import bench_service
 
-    result = bench_service(args.clients, args.seconds, args.seed, args.url)
+    result = bench_service(args.clients, args.seconds, args.seed, args.url, args.quick)
     if args.json:
         print(json.dumps(result, separators=(",", ":")))
     else:
@@ -205,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     service.add_argument("--seconds", type=float, default=10.0, help="per measurement")
     service.add_argument("--seed", type=int, default=1)
     service.add_argument("--url", help="a running server (default: start Redis and one serve process)")
+    service.add_argument("--quick", action="store_true", help="measure the floor and solo moves only")
     service.add_argument("--json", action="store_true", help="print one JSON line")
     service.set_defaults(run=_bench_service)
 
