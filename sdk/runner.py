@@ -33,6 +33,10 @@ log = logging.getLogger("wizard_arena.bot")
 FATAL_CODES = frozenset({"UNAUTHENTICATED", "FORBIDDEN"})
 #: awaitTurn's wait per request while long-polling
 POLL_TIMEOUT_MS = 25_000
+#: the pause before asking again when awaitTurn answers a turn the bot has already failed
+POLL_RETRY_SECONDS = 0.25
+#: matches whose last decided version is remembered (the oldest are forgotten beyond it)
+DECIDED_MEMORY = 10_000
 
 
 class Backoff:
@@ -134,10 +138,17 @@ class BotRunner:
         while True:
             match = await self.client.await_turn(None, POLL_TIMEOUT_MS)
             self._backoff.reset()
-            if match is not None:
-                self._turn(match)
+            if match is None:
+                continue
+            self._turn(match)
+            deciding = self._deciding.get(match.id)
+            if deciding is not None:
                 # awaitTurn answers the same match until it is moved in: one turn at a time
-                await asyncio.shield(self._deciding[match.id])
+                await asyncio.shield(deciding)
+            else:
+                # a turn already decided (the bot failed it): awaitTurn keeps answering it
+                # until the server moves for the seat at the deadline, so do not spin
+                await asyncio.sleep(POLL_RETRY_SECONDS)
 
     # ------------------------------------------------------------------ turns
     def _turn(self, match: Match) -> None:
@@ -156,7 +167,7 @@ class BotRunner:
         current: Match | None = match
         try:
             while current is not None and current.my_turn and current.version > self._decided.get(match.id, -1):
-                self._decided[match.id] = current.version
+                self._remember_decided(match.id, current.version)
                 current = await self._move(current)
                 newer = self._newer.pop(match.id, None)
                 if newer is not None and (current is None or newer.version > current.version):
@@ -168,6 +179,13 @@ class BotRunner:
         finally:
             self._deciding.pop(match.id, None)
             self._newer.pop(match.id, None)
+
+    def _remember_decided(self, match_id: str, version: int) -> None:
+        self._decided.pop(match_id, None)  # to the end: the dict's order is by last decision
+        self._decided[match_id] = version
+        if len(self._decided) > DECIDED_MEMORY:  # matches that ended by another seat's move
+            for stale in list(self._decided)[: DECIDED_MEMORY // 2]:
+                del self._decided[stale]
 
     async def _move(self, match: Match) -> Match | None:
         """Decides and sends one move; the match after it (None when nothing more to do)."""

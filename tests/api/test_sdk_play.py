@@ -152,12 +152,13 @@ class FlakyBot(Bot):
 '''
 
 
-def test_a_bot_that_raises_loses_those_moves_and_keeps_playing(api, worker, players, tmp_path):
+@pytest.mark.parametrize("transport", ["ws", "poll"])
+def test_a_bot_that_raises_loses_those_moves_and_keeps_playing(api, worker, players, tmp_path, transport):
     bot_file = tmp_path / "flaky.py"
     bot_file.write_text(FLAKY_BOT)
     token = api.register()[0]
     match_id = house_match(api, token, moveTimeoutMs=1500)
-    process = players(api.base, token, f"{bot_file}:FlakyBot")
+    process = players(api.base, token, f"{bot_file}:FlakyBot", "--transport", transport)
 
     final = follow_to_end(api, match_id)
 
