@@ -34,6 +34,14 @@ class Settings(BaseSettings):
     await_turn_max_ms: int = Field(default=30_000, ge=0, description="upper bound of awaitTurn's timeoutMs")
     rate_limit_per_second: float = Field(default=200.0, gt=0, description="sustained requests per token")
     rate_limit_burst: int = Field(default=400, ge=1, description="requests a token may make at once")
+    rate_limit_lease_max: int = Field(
+        default=16, ge=1,
+        description="requests an API process may take from a busy token's bucket at once, to spend without asking "
+        "Redis (1: ask on every request); unspent ones count against the token until they lapse",
+    )
+    rate_limit_lease_ms: int = Field(
+        default=500, ge=1, description="how long an API process may spend requests it took from a token's bucket"
+    )
     max_body_bytes: int = Field(default=65_536, ge=1024, description="largest HTTP request body accepted")
     max_query_depth: int = Field(default=10, ge=1)
     max_aliases: int = Field(default=30, ge=1)

@@ -91,26 +91,58 @@ end
 return 1
 """
 
-# Authenticate a request: the bot a token hash belongs to, and one request taken from the
-# token's bucket (ARGV rate in requests per ms, burst). Returns {bot JSON or '', ms to wait}.
-# Redis's own clock, so every API process shares one limit; one round trip per request.
+# Authenticate a request and lease requests from the token's bucket: the bot a token hash
+# belongs to, and up to ARGV[3] requests taken from its bucket at once (the first for the
+# request at hand, the rest for the asking process to spend within ARGV[4] ms). Redis's own
+# clock, so every API process shares one limit.
+#
+# Requests leased and not yet spent still count against the bucket: it holds at most the
+# burst minus them, so the requests admitted in any time window never exceed what one bucket
+# would admit (burst + rate x window). Processes do not report what they spent, so a lease
+# counts in full until it has surely lapsed: leases are kept by the epoch (ARGV[4] ms) they
+# were taken in, ``o1`` for the current one and ``o0`` for the one before; a lease from two
+# epochs ago has lapsed everywhere. ARGV: rate in requests per ms, burst, requests wanted
+# (>= 1), lease span in ms. Returns {bot JSON or '', requests granted, ms to wait when none}.
 AUTHENTICATE = """
 local bot = redis.call('GET', KEYS[1])
-if not bot then return {'', 0} end
+if not bot then return {'', 0, 0} end
 local now_parts = redis.call('TIME')
 local now = tonumber(now_parts[1]) * 1000 + math.floor(tonumber(now_parts[2]) / 1000)
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
-local bucket = redis.call('HMGET', KEYS[2], 't', 'n')
+local span = tonumber(ARGV[4])
+local bucket = redis.call('HMGET', KEYS[2], 't', 'n', 'e', 'o1', 'o0')
 local last = tonumber(bucket[1]) or now
 local tokens = tonumber(bucket[2]) or burst
-tokens = math.min(burst, tokens + math.max(0, now - last) * rate)
-if tokens < 1 then
-  return {bot, math.ceil((1 - tokens) / rate)}
+local epoch = math.floor(now / span)
+local seen = tonumber(bucket[3]) or epoch
+local o1 = tonumber(bucket[4]) or 0
+local o0 = tonumber(bucket[5]) or 0
+if epoch == seen + 1 then
+  o0 = o1
+  o1 = 0
+elseif epoch > seen + 1 then
+  o0 = 0
+  o1 = 0
 end
-redis.call('HSET', KEYS[2], 't', now, 'n', tostring(tokens - 1))
-redis.call('PEXPIRE', KEYS[2], math.ceil(burst / rate) + 1000)
-return {bot, 0}
+epoch = math.max(epoch, seen)
+local cap = burst - o0 - o1
+tokens = math.min(cap, tokens + math.max(0, now - last) * rate)
+if tokens < 1 then
+  local wait = math.ceil((1 - tokens) / rate)
+  if cap < 1 then
+    local free = (epoch + 2) * span
+    if burst - o1 >= 1 then free = (epoch + 1) * span end
+    wait = math.max(wait, free - now)
+  end
+  return {bot, 0, wait}
+end
+local granted = math.min(tonumber(ARGV[3]), math.floor(tokens))
+tokens = tokens - granted
+o1 = o1 + granted - 1
+redis.call('HSET', KEYS[2], 't', now, 'n', tostring(tokens), 'e', epoch, 'o1', o1, 'o0', o0)
+redis.call('PEXPIRE', KEYS[2], math.ceil(burst / rate) + 2 * span + 1000)
+return {bot, granted, 0}
 """
 
 
@@ -314,12 +346,16 @@ class BotStore:
             await pipe.execute()
         return True
 
-    async def by_token(self, token_hash: str, rate_per_ms: float, burst: int) -> tuple[dict[str, str] | None, int]:
-        """The bot holding this token hash (or None) and the ms to wait before its next request."""
-        found, wait_ms = await self._authenticate(
-            keys=[f"{{t:{token_hash}}}:bot", f"{{t:{token_hash}}}:rate"], args=[rate_per_ms, burst]
+    async def by_token(
+        self, token_hash: str, rate_per_ms: float, burst: int, wanted: int = 1, lease_ms: int = 1000
+    ) -> tuple[dict[str, str] | None, int, int]:
+        """The bot holding this token hash (or None), the requests granted from its bucket (up
+        to ``wanted``: one for the request at hand, the rest to spend within ``lease_ms``), and
+        when none is granted, the ms to wait before the next."""
+        found, granted, wait_ms = await self._authenticate(
+            keys=[f"{{t:{token_hash}}}:bot", f"{{t:{token_hash}}}:rate"], args=[rate_per_ms, burst, wanted, lease_ms]
         )
-        return (json.loads(found) if found else None), int(wait_ms)
+        return (json.loads(found) if found else None), int(granted), int(wait_ms)
 
     async def get(self, bot_id: str) -> dict[str, str] | None:
         values = await self.redis.hmget(bot_key(bot_id), ("name", "created"))
