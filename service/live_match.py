@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+import orjson
+
 from wizard import MatchConfig, MatchState, MatchView, Phase, Ruleset, Variant, new_match
 
 
@@ -84,7 +86,7 @@ class MatchSettings:
 
     @classmethod
     def from_json(cls, text: str | bytes, config: MatchConfig) -> MatchSettings:
-        data = json.loads(text)
+        data = orjson.loads(text)
         return cls(
             config, data["moveTimeoutMs"], data["rated"], data["stacked"], data["createdBy"], data["createdAt"],
             data.get("tournament"), data.get("group"),
@@ -217,16 +219,15 @@ class LiveMatch:
         self.version += 1
 
     # ------------------------------------------------------------------ storage form
-    def live_json(self) -> str:
+    def live_json(self) -> bytes:
         """The mutable part besides the engine state, as stored next to it."""
-        return json.dumps(
+        return orjson.dumps(
             {
                 "status": self.status.value,
                 "seats": [None if h is None else h.to_dict() for h in self.seats],
                 "timeouts": self.timeouts,
                 "deadline": self.deadline_ms,
-            },
-            separators=(",", ":"),
+            }
         )
 
     @classmethod
@@ -235,7 +236,7 @@ class LiveMatch:
     ) -> LiveMatch:
         state = MatchState.from_bytes(state_bytes)
         settings = MatchSettings.from_json(settings_json, state.config)
-        live = json.loads(live_json)
+        live = orjson.loads(live_json)
         return cls(
             match_id,
             settings,

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from random import Random
 from typing import Any
 
+import orjson
 from wizard import HOUSE_BOTS, MatchConfig, Move, WizardError, fallback_move, new_match
 
 from service.errors import BadInput, Forbidden, LimitExceeded, MatchNotActive, NotFound, ServiceError, StaleVersion
@@ -289,10 +290,10 @@ class MatchService:
         return f"match {match.id} is {match.status.value}: no more moves"
 
     @staticmethod
-    def _record_if_finished(match: LiveMatch) -> str:
+    def _record_if_finished(match: LiveMatch) -> bytes:
         if match.status is not MatchStatus.FINISHED:
-            return ""
-        return json.dumps(match.state.record().to_dict(), separators=(",", ":"))
+            return b""
+        return orjson.dumps(match.state.record().to_dict(), option=orjson.OPT_NON_STR_KEYS)
 
     async def _committed(self, match: LiveMatch, event: dict[str, Any]) -> None:
         """What follows a commit in this process: metrics, and the house bots' turns."""

@@ -26,10 +26,16 @@ class Metrics:
         self.errors = Counter("wizard_arena_errors", "Errors answered, by API code", ["code"], registry=self.registry)
         self.moves = Counter("wizard_arena_moves", "Moves committed, by who made them", ["by"], registry=self.registry)
         self.matches_finished = Counter("wizard_arena_matches_finished", "Matches finished", registry=self.registry)
+        # labels() looks its child up on every call: the few the commit path counts, kept
+        self._moves_by: dict[str, Any] = {}
 
     def on_change(self, match: Any, event: dict[str, Any]) -> None:
         if event["t"] == "move":
-            self.moves.labels(event["by"]).inc()
+            by = event["by"]
+            counter = self._moves_by.get(by)
+            if counter is None:
+                counter = self._moves_by[by] = self.moves.labels(by)
+            counter.inc()
             if match.state.is_finished:
                 self.matches_finished.inc()
 

@@ -21,6 +21,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
+import orjson
 from redis.asyncio import Redis
 
 from service.live_match import LiveMatch
@@ -203,7 +204,7 @@ class MatchStore:
             args=[
                 match.id, match.version, match.settings.to_json(), match.state.to_bytes(), match.live_json(),
                 deadline, "1" if sealed else "",
-                json.dumps({"t": "create"}), *(json.dumps(e, separators=(",", ":")) for e in events),
+                orjson.dumps({"t": "create"}), *(orjson.dumps(e) for e in events),
             ],
         )
         match.event_id = f"0-{len(events) + 1}".encode()
@@ -236,7 +237,7 @@ class MatchStore:
         match.event_id = eid
         return Stored(match, eid)
 
-    async def commit(self, match: LiveMatch, event: dict[str, Any], record: str = "") -> bool:
+    async def commit(self, match: LiveMatch, event: dict[str, Any], record: str | bytes = "") -> bool:
         """Store ``match`` (already changed by ``event``) if nobody changed it meanwhile.
 
         False means another change won the race: the caller reloads and decides again."""
@@ -256,7 +257,7 @@ class MatchStore:
                 match.id,
                 match.state.to_bytes(),
                 match.live_json(),
-                json.dumps(event, separators=(",", ":")),
+                orjson.dumps(event),
                 deadline,
                 record,
                 "1" if match.ended else "",
@@ -324,7 +325,7 @@ async def _cancellable(command: Callable[[], Awaitable[T]]) -> T:
 
 
 def _decode_event(fields: dict[bytes, bytes]) -> dict[str, Any]:
-    event = json.loads(fields[b"e"])
+    event = orjson.loads(fields[b"e"])
     event["v"] = int(fields[b"v"])
     return event
 

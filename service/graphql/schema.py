@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
 import strawberry
 from graphql import GraphQLError
@@ -154,7 +154,12 @@ class Mutation:
 
     @strawberry.mutation(description="Makes the caller's move; the answer is its view just after the move.")
     async def submit_move(
-        self, info: Ctx, match_id: strawberry.ID, move: MoveInput, expected_version: int | None = None
+        self,
+        info: Ctx,
+        # named outright: strawberry derives each name again on every move otherwise
+        match_id: Annotated[strawberry.ID, strawberry.argument(name="matchId")],
+        move: Annotated[MoveInput, strawberry.argument(name="move")],
+        expected_version: Annotated[int | None, strawberry.argument(name="expectedVersion")] = None,
     ) -> Match:
         caller = await info.context.caller()
         live = await info.context.services.matches.submit_move(caller, str(match_id), move.to_dict(), expected_version)

@@ -242,9 +242,10 @@ def match_type(live: LiveMatch, viewer_seat: int | None) -> Match:
 
 @strawberry.input(description="A move: set exactly one field.")
 class MoveInput:
-    bid: int | None = None
-    card: str | None = None
-    trump: Suit | None = None  # type: ignore[valid-type]
+    # named outright: strawberry derives a name again on every conversion of a move otherwise
+    bid: int | None = strawberry.field(default=None, name="bid")
+    card: str | None = strawberry.field(default=None, name="card")
+    trump: Suit | None = strawberry.field(default=None, name="trump")  # type: ignore[valid-type]
 
     def to_dict(self) -> dict[str, object]:
         given = {k: v for k, v in (("bid", self.bid), ("card", self.card), ("trump", self.trump)) if v is not None}
