@@ -43,6 +43,33 @@ _MIN_LIMIT = [0, 0] + [min(_LIMITS[2 : size + 1]) for size in range(2, 256)]
 _WORDS = [struct.Struct(f">{8 * blocks}I") for blocks in range(33)]
 _DECIMAL = [str(k).encode() for k in range(64)]
 _FFF = b"\xff\xff\xff"
+#: ``_COUNTERS[blocks]``: the block counters ``0 … blocks-1`` as the stream writes them
+_COUNTERS = [tuple(_DECIMAL[:blocks]) for blocks in range(33)]
+_sha256 = hashlib.sha256
+#: ``digest`` of the objects ``hashlib.sha256`` makes, called through ``map``
+_digest = type(_sha256()).digest
+
+
+def fresh_shuffle(prefix: bytes, items: list[int], stop: int) -> tuple[int, ...] | None:
+    """Positions ``0 … stop-1`` of a forward Fisher-Yates of ``items`` (in place), drawn
+    from a fresh ``stream`` whose blocks are ``SHA-256(prefix + counter)``, when no word
+    the draws read is rejected: then every draw is ``word % bound``, and the words read
+    (whole blocks, ``stop`` of them used) are returned.  Otherwise it returns None and
+    leaves ``items`` as they were, for the word-by-word shuffle.  ``1 <= stop <= 255``,
+    ``stop < len(items)``."""
+    blocks = (stop + 7) >> 3
+    # the blocks, hashed and joined in C
+    data = b"".join(map(_digest, map(_sha256, map(prefix.__add__, _COUNTERS[blocks]))))
+    words = _WORDS[blocks].unpack(data)
+    # Every rejection limit is above 0xFFFFFF00, so a word that could be rejected
+    # starts with three 0xFF bytes: without them anywhere in the data, none is
+    # (a quick test before the exact one).
+    if _FFF in data and max(words[:stop]) >= _MIN_LIMIT[len(items)]:
+        return None
+    for i, word, bound in zip(range(stop), words, range(len(items), 0, -1)):
+        j = i + word % bound
+        items[i], items[j] = items[j], items[i]
+    return words
 
 
 class SeedStream:
@@ -84,18 +111,9 @@ class SeedStream:
         if self._counter == 0 and stop <= 255:
             # Fast path for a fresh stream: take all the words at once; when none of them
             # is high enough to be rejected, every draw is simply ``word % bound``.
-            blocks = (stop + 7) // 8
-            prefix = self._prefix
-            sha256 = hashlib.sha256
-            data = b"".join([sha256(prefix + _DECIMAL[k]).digest() for k in range(blocks)])
-            words = _WORDS[blocks].unpack(data)
-            # Every rejection limit is above 0xFFFFFF00, so a word that could be rejected
-            # starts with three 0xFF bytes: without them anywhere in the data, none is
-            # (a quick test before the exact one).
-            if _FFF not in data or max(words[:stop]) < _MIN_LIMIT[size]:
-                for i, word, bound in zip(range(stop), words, range(size, 0, -1)):
-                    j = i + word % bound
-                    items[i], items[j] = items[j], items[i]
+            words = fresh_shuffle(self._prefix, items, stop)
+            if words is not None:
+                blocks = len(words) >> 3
                 self._counter = blocks
                 self._words = words[-8:]
                 self._pos = 8 - (blocks * 8 - stop)

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from math import floor
+from operator import itemgetter
 from random import Random
 
 from wizard.cards import (
@@ -51,7 +52,7 @@ from wizard.errors import (
 )
 from wizard.moves import ACTION_BID, ACTION_TRUMP, Move, move_of_action
 from wizard.rules import PILE_SIZE, POINTS, MatchConfig, Scoring
-from wizard.shuffle import SeedStream, round_label, seed_hash
+from wizard.shuffle import SeedStream, fresh_shuffle, round_label, seed_hash
 from wizard.tricks import trick_table
 
 
@@ -88,6 +89,16 @@ _FOLLOW_OF = tuple(SUIT_MASK[SUIT_OF[c]] if SUIT_OF[c] < 4 else 0 for c in range
 _LEGAL_OF = tuple(_FOLLOW_MASK[SUIT_OF[c]] if SUIT_OF[c] < 4 else 0 for c in range(CARD_IDS))
 _NO_FOLLOW = (0,) * CARD_IDS
 _STANDARD_POINTS = POINTS[Scoring.STANDARD]
+# Tables of the playout's later rounds (MatchState._playout_rounds).
+#: ``_ROUND_TAIL[r]``: what follows ``f"{seed}:round-"`` in the prefix of round r's stream
+_ROUND_TAIL = tuple(f"{r}:".encode() for r in range(64))
+#: ``_DEAL_SLICES[n][dealer]``: by seat, the positions of its cards among those dealt
+#: (card ``k`` goes to seat ``dealer + 1 + k``)
+_DEAL_SLICES = {n: tuple(tuple(slice((s - dealer - 1) % n, None, n) for s in range(n)) for dealer in range(n)) for n in range(3, 7)}
+#: ``_FOLLOWERS[n][leader]``: ``_TRICK_SEATS[n][leader]`` without the leader
+_FOLLOWERS = {n: tuple(order[1:] for order in _TRICK_SEATS[n]) for n in range(3, 7)}
+#: ``_BID_ORDER[n][dealer]``: the seats that bid before the dealer, in turn
+_BID_ORDER = {n: tuple(tuple((d + 1 + i) % n for i in range(n - 1)) for d in range(n)) for n in range(3, 7)}
 MAX_SEED_BYTES = 256
 
 
@@ -452,7 +463,202 @@ class MatchState:
         self._last_trick = finished
         self._lead = LEAD_OPEN
         self._leader = self._to_act = win
-        self._end_round()
+        config = self.config
+        if config.deals is None and not self._single and self._round < config.rounds:
+            self._playout_rounds(random)
+        else:
+            self._end_round()
+
+    def _playout_rounds(self, random: Callable[[], float]) -> None:
+        """Score the round just played, then deal and play the match's other rounds with
+        every seat RANDOM, to the end: what :meth:`_end_round`, :meth:`_deal`, the trump
+        choice, :meth:`_playout_bids` and :meth:`_playout_round` do round by round, with
+        the same draws of ``random``, the same log and results, and the same final state.
+
+        Only for decks shuffled from the seed without SINGLE_SUIT (the caller checks).  A
+        round lives in locals and only the last one is written back to the state: no
+        round's attributes but the last one's outlive it.  Dealing takes the shuffle's
+        fast path (:func:`~wizard.shuffle.fresh_shuffle`), falling back to the
+        word-by-word stream when a word might be rejected; a seat's cards are its slice of
+        the dealt cards' bits (``_DEAL_SLICES``).  In the trick loop the lead is played
+        before the loop over the other seats, and a seat that need not follow chooses
+        among its whole hand, whose size the trick number gives.
+        """
+        config = self.config
+        n = self._n
+        last = config.rounds
+        scoring = config.scoring
+        points = _STANDARD_POINTS if scoring is Scoring.STANDARD else POINTS[scoring]
+        scores = self._scores
+        results = self._results
+        log = self._log
+        append = log.append
+        bids = tuple(self._bids)
+        tricks = tuple(self._tricks)
+        for seat, bid, taken in zip(range(n), bids, tricks):
+            scores[seat] += points[bid][taken]  # type: ignore[index]
+        results.append((bids, tricks))
+        seed = self.seed
+        prefix = f"{seed}:round-".encode()
+        cards = config.deck.cards
+        deck_size = len(cards)
+        plus_minus_one = config.plus_minus_one
+        simultaneous = config.simultaneous_bids
+        deal_slices = _DEAL_SLICES[n]
+        bid_order = _BID_ORDER[n]
+        followers = _FOLLOWERS[n]
+        log_codes = _LOG_CODES
+        card_of = _CARD_OF_BIT
+        same_code = SAME_CODE_MASK
+        follow_of = _FOLLOW_OF
+        legal_of = _LEGAL_OF
+        suit_of = SUIT_OF
+        dealer = self._dealer
+        r = self._round
+        while r < last:
+            r += 1
+            dealer += 1
+            if dealer == n:
+                dealer = 0
+            # ---- the deal: round_deck and _deal_order
+            dealt = r * n
+            needed = dealt + 1
+            items = list(cards)
+            if fresh_shuffle(prefix + _ROUND_TAIL[r], items, needed if needed < deck_size else deck_size - 1) is None:
+                SeedStream(seed, round_label(r)).shuffle(items, needed)
+            # the dealt cards' bits (3 or more: a tuple), then each seat's slice of them
+            bits = itemgetter(*items[:dealt])(BIT)
+            hands = list(map(sum, map(bits.__getitem__, deal_slices[dealer])))
+            if dealt < deck_size:
+                trump_card = items[dealt]
+                suit = suit_of[trump_card]
+                if suit == WIZARD:  # the dealer names trump
+                    suit = floor(random() * 4)
+                    append(dealer << 8 | (ACTION_TRUMP + suit))
+                elif suit == JESTER:
+                    suit = None
+            else:
+                trump_card = suit = None
+            beats = trick_table(suit)
+            # ---- the bids: _playout_bids
+            choices = r + 1
+            bids = [None] * n
+            if simultaneous:
+                for seat in range(n):
+                    if seat == dealer and plus_minus_one:
+                        legal = self._legal_bids_of(bids, r, seat)
+                        bid = legal[floor(random() * len(legal))]
+                    else:
+                        bid = floor(random() * choices)
+                    append(seat << 8 | (ACTION_BID + bid))
+                    bids[seat] = bid
+            else:
+                for seat in bid_order[dealer]:
+                    bid = floor(random() * choices)
+                    append(seat << 8 | (ACTION_BID + bid))
+                    bids[seat] = bid
+                if plus_minus_one:
+                    legal = self._legal_bids_of(bids, r, dealer)
+                    bid = legal[floor(random() * len(legal))]
+                else:
+                    bid = floor(random() * choices)
+                append(dealer << 8 | (ACTION_BID + bid))
+                bids[dealer] = bid
+            # ---- the tricks: _playout_round from the first lead
+            keep = r == last
+            done = []
+            tricks = [0] * n
+            win = dealer + 1
+            if win == n:
+                win = 0
+            held = float(r)  # the cards each seat holds as the trick starts
+            while True:
+                # the lead: any card of the hand
+                leader = win
+                hand = hands[leader]
+                mask = hand
+                x = random() * held
+                while x >= 1.0:
+                    mask &= mask - 1
+                    x -= 1.0
+                bit = mask & -mask
+                card = card_of[bit]
+                if card >= WIZARD_BASE:
+                    bit = hand & same_code[card]
+                    bit &= -bit
+                    card = card_of[bit]
+                append(log_codes[leader][card])
+                hands[leader] = hand ^ bit
+                row = beats[card]
+                follow = follow_of[card]
+                legal = legal_of[card]
+                open_lead = card >= JESTER_BASE
+                for seat, codes in followers[leader]:
+                    hand = hands[seat]
+                    if hand & follow:
+                        mask = hand & legal
+                        x = random() * mask.bit_count()
+                    else:
+                        mask = hand
+                        x = random() * held
+                    while x >= 1.0:
+                        mask &= mask - 1
+                        x -= 1.0
+                    bit = mask & -mask
+                    card = card_of[bit]
+                    if card >= WIZARD_BASE:
+                        bit = hand & same_code[card]
+                        bit &= -bit
+                        card = card_of[bit]
+                    append(codes[card])
+                    hands[seat] = hand ^ bit
+                    if row[card]:
+                        row = beats[card]
+                        win = seat
+                        if open_lead:
+                            follow = follow_of[card]
+                            legal = legal_of[card]
+                            open_lead = card >= JESTER_BASE
+                tricks[win] += 1
+                held -= 1.0
+                if keep:
+                    finished = (leader, tuple([e & 0xFF for e in log[len(log) - n :]]), win)
+                    done.append(finished)
+                if not held:
+                    break
+            # ---- the score: _end_round
+            bids = tuple(bids)  # type: ignore[assignment]
+            tricks = tuple(tricks)  # type: ignore[assignment]
+            for seat, bid, taken in zip(range(n), bids, tricks):
+                scores[seat] += points[bid][taken]  # type: ignore[index]
+            results.append((bids, tricks))
+        # the last round's state, as _deal_order, _set_trump, _playout_round and
+        # _end_round leave it
+        self._round = r
+        self._dealer = dealer
+        self._size = r
+        self._hands = hands
+        self._tricks = list(tricks)
+        self._trick = []
+        self._lead = LEAD_OPEN
+        self._win_pos = 0
+        self._done = done
+        self._bids = list(bids)
+        self._trump_card = trump_card
+        self._trump_suit = suit
+        self._beats = beats
+        self._last_trick = finished
+        self._leader = win
+        self._phase = Phase.FINISHED
+        self._to_act = NO_SEAT
+
+    def _legal_bids_of(self, bids: list[int | None], size: int, seat: int) -> list[int]:
+        """The dealer's legal bids under PLUS_MINUS_ONE, the others' bids in: as :meth:`_legal_bids`."""
+        legal = list(range(size + 1))
+        forbidden = size - sum(b for b in bids if b is not None)
+        if 0 <= forbidden <= size:
+            legal.remove(forbidden)
+        return legal
 
     def _check_seat(self, seat: int) -> None:
         if type(seat) is not int or not 0 <= seat < self._n:
