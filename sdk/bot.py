@@ -21,7 +21,9 @@ import importlib.util
 import inspect
 import random
 import sys
+import traceback
 from pathlib import Path
+from types import ModuleType
 
 from wizard import HOUSE_BOTS, MatchView, Move, Phase
 
@@ -82,34 +84,55 @@ class BotSpecError(ValueError):
 
 def load_bot(spec: str, seed: int | None = None) -> Bot:
     """The bot a spec names: ``random`` or ``heuristic`` (the house bots), ``module:Class``
-    (an importable module) or ``path/to/file.py:Class``. The class is built with no
-    arguments; ``seed`` seeds the house bots' randomness."""
+    (a module importable from the current folder or the environment) or
+    ``path/to/file.py:Class`` (which may import modules next to it). The class is built
+    with no arguments; ``seed`` seeds the house bots' randomness. Whatever goes wrong is a
+    :class:`BotSpecError` that names the spec and, for a failing bot file, where it failed."""
     if spec.upper() in HOUSE_BOTS:
         return HouseBotPlayer(spec, seed)
     where, sep, class_name = spec.rpartition(":")
     if not sep or not where or not class_name:
-        raise BotSpecError(
-            f"bot {spec!r}: use heuristic, random, module:Class or path/to/file.py:Class"
-        )
+        raise BotSpecError(f"bot {spec!r}: use heuristic, random, module:Class or path/to/file.py:Class")
+    try:
+        bot_class = getattr(_load_module(spec, where), class_name, None)
+        if bot_class is None:
+            raise BotSpecError(f"bot {spec!r}: {where} has no {class_name}")
+        if not inspect.isclass(bot_class) or not callable(getattr(bot_class, "act", None)):
+            raise BotSpecError(f"bot {spec!r}: {class_name} is not a bot class (subclass sdk.Bot)")
+        if bot_class is Bot or (
+            issubclass(bot_class, Bot)
+            and all(getattr(bot_class, m) is getattr(Bot, m) for m in ("choose_trump", "bid", "play", "act"))
+        ):
+            raise BotSpecError(f"bot {spec!r}: {class_name} writes none of choose_trump, bid, play")
+        return bot_class()  # type: ignore[no-any-return]
+    except BotSpecError:
+        raise
+    except Exception as e:  # the bot's own code failed: a syntax error, its constructor
+        frames = traceback.extract_tb(e.__traceback__)
+        at = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+        raise BotSpecError(f"bot {spec!r} failed to load: {type(e).__name__}: {e}{at}") from e
+
+
+def _load_module(spec: str, where: str) -> ModuleType:
     if where.endswith(".py"):
-        path = Path(where)
+        path = Path(where).resolve()
         if not path.is_file():
             raise BotSpecError(f"bot {spec!r}: there is no file {where}")
-        module_name = f"_wizard_arena_bot_{path.stem}_{abs(hash(str(path.resolve())))}"
+        _importable(path.parent)  # a bot file may import its neighbours
+        module_name = f"_wizard_arena_bot_{path.stem}_{abs(hash(str(path)))}"
         module_spec = importlib.util.spec_from_file_location(module_name, path)
         assert module_spec is not None and module_spec.loader is not None
         module = importlib.util.module_from_spec(module_spec)
         sys.modules[module_name] = module  # dataclasses and pickling look modules up by name
         module_spec.loader.exec_module(module)
-    else:
-        try:
-            module = importlib.import_module(where)
-        except ImportError as e:
-            raise BotSpecError(f"bot {spec!r}: cannot import {where}: {e}") from None
-    bot_class = getattr(module, class_name, None)
-    if bot_class is None:
-        raise BotSpecError(f"bot {spec!r}: {where} has no {class_name}")
-    bot = bot_class() if inspect.isclass(bot_class) else None
-    if not callable(getattr(bot, "act", None)):
-        raise BotSpecError(f"bot {spec!r}: {class_name} is not a bot class (subclass sdk.Bot)")
-    return bot  # type: ignore[return-value]
+        return module
+    _importable(Path.cwd())  # as `python -m` would: the installed command does not
+    try:
+        return importlib.import_module(where)
+    except ModuleNotFoundError as e:
+        raise BotSpecError(f"bot {spec!r}: cannot import {where}: {e}") from None
+
+
+def _importable(folder: Path) -> None:
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -22,6 +23,11 @@ from websockets.typing import Subprotocol
 from wizard import MatchView, Move
 
 PROTOCOL = "graphql-transport-ws"
+#: HTTP statuses that answer a WebSocket upgrade where WebSockets are not carried at all
+#: (5xx and the like are a server or proxy in trouble: try again, do not give WebSockets up)
+WEBSOCKETS_REFUSED = frozenset({400, 403, 404, 405, 426})
+
+log = logging.getLogger("wizard_arena.client")
 
 #: Every field of ``Match`` that :meth:`wizard.MatchView.from_dict` reads, and the live ones.
 MATCH_FIELDS = """
@@ -49,17 +55,27 @@ class ArenaError(Exception):
         self.extensions = extensions or {}
 
     @classmethod
-    def from_graphql(cls, error: dict[str, Any]) -> ArenaError:
-        extensions = error.get("extensions") or {}
+    def from_graphql(cls, errors: Any) -> ArenaError:
+        """The first error of a GraphQL ``errors`` value, whatever its shape."""
+        error = errors[0] if isinstance(errors, list) and errors else errors
+        if not isinstance(error, dict):
+            return cls("INTERNAL_ERROR", f"the server answered an error of no known shape: {error!r}")
+        extensions = error.get("extensions")
+        extensions = extensions if isinstance(extensions, dict) else {}
+        retry_after = extensions.get("retryAfterSeconds")
         return cls(
             str(extensions.get("code", "INTERNAL_ERROR")), str(error.get("message", "")),
-            extensions.get("retryAfterSeconds"), extensions,
+            retry_after if isinstance(retry_after, int | float) else None, extensions,
         )
 
 
 class ArenaUnavailable(Exception):
     """The server could not be reached, or the connection was lost (the request may or may
     not have been applied: resend moves with ``expectedVersion``)."""
+
+
+class BadAnswer(ArenaUnavailable):
+    """The server's answer could not be read (a proxy's page, a newer server, a bug)."""
 
 
 class WebSocketsUnavailable(ArenaUnavailable):
@@ -106,6 +122,23 @@ class Match:
         return [int(s["timeouts"]) for s in self.data["seats"]]
 
 
+def _match(data: Any) -> Match:
+    try:
+        return Match(data)
+    except (KeyError, TypeError, ValueError) as e:
+        raise BadAnswer(f"the server's Match could not be read ({type(e).__name__}: {e}); is the SDK up to date?") from e
+
+
+def _message(raw: str | bytes) -> dict[str, Any]:
+    try:
+        message = json.loads(raw)
+    except ValueError:
+        raise BadAnswer(f"a WebSocket message that is not JSON: {raw[:200]!r}") from None
+    if not isinstance(message, dict):
+        raise BadAnswer(f"a WebSocket message that is not an object: {raw[:200]!r}")
+    return message
+
+
 class ArenaClient:
     """One bot's (or an anonymous) connection to a server. Use it as an async context
     manager, or call :meth:`close`."""
@@ -139,15 +172,23 @@ class ArenaClient:
         try:
             body = response.json()
         except ValueError:
-            raise ArenaUnavailable(
-                f"{self.graphql_url} answered HTTP {response.status_code} without JSON: is this a Wizard Arena server?"
-            ) from None
-        errors = body.get("errors") if isinstance(body, dict) else None
+            body = None
+        errors = body.get("errors") or body.get("error") if isinstance(body, dict) else None
         if errors:
-            raise ArenaError.from_graphql(errors[0])
-        if not isinstance(body, dict) or not isinstance(body.get("data"), dict):
-            raise ArenaUnavailable(f"{self.graphql_url} answered HTTP {response.status_code} with no data")
-        return body["data"]  # type: ignore[no-any-return]
+            raise ArenaError.from_graphql(errors)
+        if isinstance(body, dict) and isinstance(body.get("data"), dict):
+            return body["data"]  # type: ignore[no-any-return]
+        # no GraphQL answer: a proxy's page, or a server in trouble
+        status = response.status_code
+        if status == 429:
+            retry_after = response.headers.get("retry-after", "1")
+            wait = float(retry_after) if retry_after.replace(".", "", 1).isdigit() else 1.0
+            raise ArenaError("RATE_LIMITED", f"HTTP 429 from {self.graphql_url}", wait)
+        if status == 413:
+            raise ArenaError("LIMIT_EXCEEDED", f"HTTP 413 from {self.graphql_url}: the request is too large")
+        raise ArenaUnavailable(
+            f"{self.graphql_url} answered HTTP {status} with no GraphQL answer: is this a Wizard Arena server?"
+        )
 
     async def register(self, name: str, secret: str | None = None) -> dict[str, Any]:
         """``{token, bot {id name}}``: keep the token, the server shows it only this once."""
@@ -165,39 +206,39 @@ class ArenaClient:
         data = await self.graphql(
             f"mutation($input: CreateMatchInput!) {{ createMatch(input: $input) {{ {MATCH_FIELDS} }} }}", {"input": spec}
         )
-        return Match(data["createMatch"])
+        return _match(data.get("createMatch"))
 
     async def join_match(self, match_id: str, seat: int | None = None) -> Match:
         data = await self.graphql(
             f"mutation($id: ID!, $seat: Int) {{ joinMatch(matchId: $id, seat: $seat) {{ {MATCH_FIELDS} }} }}",
             {"id": match_id, "seat": seat},
         )
-        return Match(data["joinMatch"])
+        return _match(data.get("joinMatch"))
 
     async def add_house_bot(self, match_id: str, kind: str) -> Match:
         data = await self.graphql(
             f"mutation($id: ID!, $kind: HouseBotKind!) {{ addHouseBot(matchId: $id, kind: $kind) {{ {MATCH_FIELDS} }} }}",
             {"id": match_id, "kind": kind.upper()},
         )
-        return Match(data["addHouseBot"])
+        return _match(data.get("addHouseBot"))
 
     async def match(self, match_id: str) -> Match | None:
         data = await self.graphql(f"query($id: ID!) {{ match(id: $id) {{ {MATCH_FIELDS} }} }}", {"id": match_id})
-        return None if data["match"] is None else Match(data["match"])
+        return None if data.get("match") is None else _match(data["match"])
 
     async def submit_move(self, match_id: str, move: Move, expected_version: int | None = None) -> Match:
         data = await self.graphql(
             f"mutation($id: ID!, $move: MoveInput!, $v: Int) {{ submitMove(matchId: $id, move: $move, expectedVersion: $v) {{ {MATCH_FIELDS} }} }}",
             {"id": match_id, "move": move.to_dict(), "v": expected_version},
         )
-        return Match(data["submitMove"])
+        return _match(data.get("submitMove"))
 
     async def await_turn(self, match_id: str | None = None, timeout_ms: int | None = None) -> Match | None:
         data = await self.graphql(
             f"query($id: ID, $t: Int) {{ awaitTurn(matchId: $id, timeoutMs: $t) {{ {MATCH_FIELDS} }} }}",
             {"id": match_id, "t": timeout_ms},
         )
-        return None if data["awaitTurn"] is None else Match(data["awaitTurn"])
+        return None if data.get("awaitTurn") is None else _match(data["awaitTurn"])
 
     # ------------------------------------------------------------------ subscriptions
     async def subscribe(self, query: str, variables: dict[str, Any] | None = None) -> AsyncIterator[dict[str, Any]]:
@@ -214,7 +255,7 @@ class ArenaClient:
                 await ws.send(json.dumps({"type": "connection_init", "payload": {"token": self.token} if self.token else {}}))
                 async with asyncio.timeout(10):
                     while True:
-                        message = json.loads(await ws.recv())
+                        message = _message(await ws.recv())
                         if message.get("type") == "connection_ack":
                             break
                         if message.get("type") == "ping":
@@ -222,38 +263,52 @@ class ArenaClient:
                 operation = "1"
                 await ws.send(json.dumps({"id": operation, "type": "subscribe", "payload": {"query": query, "variables": variables or {}}}))
                 async for raw in ws:
-                    message = json.loads(raw)
+                    message = _message(raw)
                     kind = message.get("type")
                     if kind == "ping":
                         await ws.send(json.dumps({"type": "pong"}))
                     elif message.get("id") != operation:
                         continue
                     elif kind == "next":
-                        payload = message.get("payload") or {}
+                        payload = message.get("payload")
+                        payload = payload if isinstance(payload, dict) else {}
                         if payload.get("errors"):
-                            raise ArenaError.from_graphql(payload["errors"][0])
+                            raise ArenaError.from_graphql(payload["errors"])
+                        if not isinstance(payload.get("data"), dict):
+                            raise ArenaUnavailable(f"{self.ws_url}: a next message without data: {message!r}")
                         yield payload["data"]
                     elif kind == "error":
-                        errors = message.get("payload") or [{}]
-                        raise ArenaError.from_graphql(errors[0])
+                        raise ArenaError.from_graphql(message.get("payload"))
                     elif kind == "complete":
                         return
                 raise ArenaUnavailable(f"{self.ws_url}: the server closed the connection ({ws.close_code} {ws.close_reason})")
-        except (websockets.exceptions.InvalidStatus, websockets.exceptions.InvalidHandshake) as e:
-            raise WebSocketsUnavailable(f"{self.ws_url}: {e}") from e
+        except websockets.exceptions.InvalidStatus as e:
+            # refused by something that does not carry WebSockets there, or just down for now
+            if e.response.status_code in WEBSOCKETS_REFUSED:
+                raise WebSocketsUnavailable(f"{self.ws_url}: {e}") from e
+            raise ArenaUnavailable(f"{self.ws_url}: {e}") from e
+        except websockets.exceptions.InvalidHandshake as e:
+            raise ArenaUnavailable(f"{self.ws_url}: {type(e).__name__}: {e}") from e
         except (OSError, TimeoutError, websockets.exceptions.ConnectionClosed) as e:
             raise ArenaUnavailable(f"{self.ws_url}: {type(e).__name__}: {e}") from e
 
     async def my_turns(self) -> AsyncIterator[Match]:
-        """``myTurns``: the bot's view of each match where it now has to move (pending ones first)."""
+        """``myTurns``: the bot's view of each match where it now has to move (pending ones
+        first). A turn this SDK cannot read (a newer server's ruleset, say) is logged and
+        skipped: it times out, the others go on."""
         async for data in self.subscribe(f"subscription {{ myTurns {{ {MATCH_FIELDS} }} }}"):
-            yield Match(data["myTurns"])
+            try:
+                match = Match(data["myTurns"])
+            except (KeyError, TypeError, ValueError) as e:
+                log.error("a turn this SDK cannot read was skipped (%s: %s): %.300s", type(e).__name__, e, data)
+                continue
+            yield match
 
     async def match_updates(self, match_id: str) -> AsyncIterator[Match]:
         """``matchUpdates``: the caller's view after every change, until the match ends."""
         query = f"subscription($id: ID!) {{ matchUpdates(matchId: $id) {{ {MATCH_FIELDS} }} }}"
         async for data in self.subscribe(query, {"id": match_id}):
-            yield Match(data["matchUpdates"])
+            yield _match(data.get("matchUpdates"))
 
 
 # ---------------------------------------------------------------------- commands

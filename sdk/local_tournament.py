@@ -18,12 +18,13 @@ import json
 import math
 import statistics
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from random import Random
 from typing import Any
+
+from rich.markup import escape
 
 from sdk.bot import Bot, BotSpecError, load_bot
 from service.pairing import seat_tables
@@ -147,19 +148,6 @@ def _some_combinations(pool: list[int], size: int, rng: Random) -> list[list[int
     return [rng.sample(pool, size) for _ in range(TABLE_CANDIDATES)]
 
 
-def _load(spec: str, seed: int) -> Bot:
-    """``load_bot``, with a bot file's own failure (a syntax error, an exception in its
-    constructor) turned into a message that names the spec and where it failed."""
-    try:
-        return load_bot(spec, seed=seed)
-    except BotSpecError:
-        raise
-    except Exception as e:
-        frames = traceback.extract_tb(e.__traceback__)
-        where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-        raise BotSpecError(f"bot {spec!r} failed to load: {type(e).__name__}: {e}{where}") from e
-
-
 def play_match(
     state: MatchState, bots: Sequence[Bot], match_id: str, fallback_rng: Random, first_errors: list[str | None]
 ) -> list[int]:
@@ -204,7 +192,7 @@ def run_local_tournament(
     tables = seatings(len(specs), players, matches, seed)
     slots = max(t.count(e) for t in tables for e in t)
     # one instance per seat an entrant can take in one match; each serves all its matches
-    bots = [[_load(spec, _derived_seed(seed, "bot", e, k)) for k in range(slots)] for e, spec in enumerate(specs)]
+    bots = [[load_bot(spec, seed=_derived_seed(seed, "bot", e, k)) for k in range(slots)] for e, spec in enumerate(specs)]
     played = []
     first_errors: list[str | None] = [None] * len(specs)
     if progress is not None:
@@ -309,7 +297,7 @@ def leaderboard_table(result: TournamentResult) -> Any:
             table.add_column(header, justify="right", no_wrap=True)
     for s in result.standings:
         table.add_row(
-            str(s.rank), s.bot, str(s.matches), f"{s.mean_score:.1f} {_plus_minus(s.mean_score_ci95, '.1f')}",
+            str(s.rank), escape(s.bot), str(s.matches), f"{s.mean_score:.1f} {_plus_minus(s.mean_score_ci95, '.1f')}",
             f"{s.win_rate:.1%}", str(s.errors) if s.errors else "[dim]0[/]",
             f"{s.rating:.0f} {_plus_minus(s.rating_ci95, '.0f')}",
         )
@@ -361,4 +349,4 @@ def tournament_run_command(args: argparse.Namespace) -> None:
     )
     for s in result.standings:
         if s.first_error:
-            console.print(f"[bold]{s.bot}[/]: {s.errors} errors, the first {s.first_error}", highlight=False)
+            console.print(f"[bold]{escape(s.bot)}[/]: {s.errors} errors, the first {escape(s.first_error)}", highlight=False)

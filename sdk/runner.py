@@ -18,14 +18,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import random
 import signal
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from sdk.bot import Bot, load_bot
 from sdk.client import ArenaClient, ArenaError, ArenaUnavailable, Match, WebSocketsUnavailable
 from sdk.render import scores_text, seat_labels, winners_text
-from wizard import Move
+from wizard import MatchView, Move
 
 log = logging.getLogger("wizard_arena.bot")
 
@@ -34,9 +37,13 @@ FATAL_CODES = frozenset({"UNAUTHENTICATED", "FORBIDDEN"})
 #: awaitTurn's wait per request while long-polling
 POLL_TIMEOUT_MS = 25_000
 #: the pause before asking again when awaitTurn answers a turn the bot has already failed
-POLL_RETRY_SECONDS = 0.25
+POLL_RETRY_SECONDS = 0.05
+#: the pause before looking for new matches again when awaitTurn finds a known one
+DISCOVERY_PAUSE_SECONDS = 0.5
 #: matches whose last decided version is remembered (the oldest are forgotten beyond it)
 DECIDED_MEMORY = 10_000
+#: threads for the bot's decisions: one per match deciding at once
+DECISION_THREADS = 32
 
 
 class Backoff:
@@ -75,6 +82,30 @@ class BotRunner:
         #: the version of each match the bot last decided on: a turn is decided once
         self._decided: dict[str, int] = {}
         self._backoff = Backoff()
+        #: the bot's decisions run here, off the event loop; a decision past the move
+        #: timeout is given up (its thread cannot be stopped, so the pool is generous)
+        self._executor = ThreadPoolExecutor(max_workers=DECISION_THREADS, thread_name_prefix="bot-decision")
+        self._running = 0
+        self._running_lock = threading.Lock()
+
+    def close(self) -> None:
+        """Stops taking decisions; one still running is abandoned, not waited for."""
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    @property
+    def deciding(self) -> bool:
+        """Whether a decision of the bot is still running in a thread."""
+        return self._running > 0
+
+    def _decide(self, view: MatchView, match_id: str) -> Move:
+        """The bot's move, in a decision thread."""
+        with self._running_lock:
+            self._running += 1
+        try:
+            return self.bot.act(view, match_id)
+        finally:
+            with self._running_lock:
+                self._running -= 1
 
     # ------------------------------------------------------------------ connection
     async def run(self) -> None:
@@ -105,6 +136,11 @@ class BotRunner:
                     await self._rate_limited(e)
                 else:
                     await self._pause(f"the server refused the turn stream: {e}")
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a bug or an answer nobody foresaw: log it, keep the bot alive
+                log.exception("the turn stream failed unexpectedly")
+                await self._pause("the turn stream failed")
 
     async def _who_am_i(self) -> dict[str, str] | None:
         """The token's bot, waiting for a server that is not up yet (or rate limits)."""
@@ -135,20 +171,66 @@ class BotRunner:
         raise ArenaUnavailable("the server ended the myTurns subscription")
 
     async def _poll(self) -> None:
-        while True:
-            match = await self.client.await_turn(None, POLL_TIMEOUT_MS)
-            self._backoff.reset()
-            if match is None:
-                continue
+        """Long-polls: ``awaitTurn`` over all matches finds the matches with a turn, and each
+        found match gets a poller of its own (``awaitTurn(matchId)``), so a slow or failed
+        turn in one match holds up no other."""
+        pollers: dict[str, asyncio.Task[None]] = {}
+        try:
+            while True:
+                match = await self.client.await_turn(None, POLL_TIMEOUT_MS)
+                self._backoff.reset()
+                if match is None:
+                    continue
+                poller = pollers.get(match.id)
+                if poller is None or poller.done():
+                    pollers[match.id] = asyncio.create_task(self._poll_match(match), name=f"poll {match.id}")
+                else:
+                    # awaitTurn answers the same match while its turn is pending: give the
+                    # match's own poller time to move before asking for others again
+                    await asyncio.sleep(DISCOVERY_PAUSE_SECONDS)
+        finally:
+            for poller in pollers.values():
+                poller.cancel()
+
+    async def _poll_match(self, first: Match) -> None:
+        try:
+            await self._poll_turns(first)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # this match's poller only: the others and the finder go on
+            log.exception("match %s: polling failed unexpectedly", first.id)
+
+    async def _poll_turns(self, first: Match) -> None:
+        match_id = first.id
+        match: Match | None = first
+        backoff = Backoff()
+        while match is not None:
             self._turn(match)
-            deciding = self._deciding.get(match.id)
+            deciding = self._deciding.get(match_id)
             if deciding is not None:
-                # awaitTurn answers the same match until it is moved in: one turn at a time
                 await asyncio.shield(deciding)
-            else:
+            elif match.my_turn:
                 # a turn already decided (the bot failed it): awaitTurn keeps answering it
                 # until the server moves for the seat at the deadline, so do not spin
                 await asyncio.sleep(POLL_RETRY_SECONDS)
+            try:
+                match = await self.client.await_turn(match_id, POLL_TIMEOUT_MS)
+                backoff.reset()
+            except ArenaError as e:
+                if e.code == "RATE_LIMITED":
+                    await self._rate_limited(e)
+                    continue
+                if e.code != "MATCH_NOT_ACTIVE":
+                    log.error("match %s: awaitTurn refused: %s: %s", match_id, e.code, e.message)
+                return
+            except ArenaUnavailable as e:
+                delay = backoff.next()
+                log.warning("match %s: polling failed (%s); again in %.1f s", match_id, e, delay)
+                await asyncio.sleep(delay)
+            if match is None:  # nothing due within the poll, or the match is over
+                match = await self._fetch(match_id, time.monotonic() + POLL_TIMEOUT_MS / 1000)
+                if match is None or match.is_over:
+                    return
 
     # ------------------------------------------------------------------ turns
     def _turn(self, match: Match) -> None:
@@ -192,10 +274,16 @@ class BotRunner:
         view = match.view
         where = f"match {match.id} v{match.version} round {view.round}/{view.rounds} {view.phase.value}"
         started = time.perf_counter()
+        timeout = int(match.data.get("moveTimeoutMs") or 10_000) / 1000
         try:
-            move = await asyncio.to_thread(self.bot.act, view, match.id)
+            decision = asyncio.get_running_loop().run_in_executor(self._executor, self._decide, view, match.id)
+            move = await asyncio.wait_for(decision, timeout)
             if not isinstance(move, Move):
                 raise TypeError(f"{self.bot.label} answered {move!r}, not a wizard.Move")
+        except TimeoutError:
+            self.bot_errors += 1
+            log.error("%s: %s thought past the move timeout (%.1f s); the server moves for it", where, self.bot.label, timeout)
+            return None
         except Exception:
             self.bot_errors += 1
             log.exception("%s: %s raised; the server makes this move at the deadline", where, self.bot.label)
@@ -217,6 +305,10 @@ class BotRunner:
                     # the match moved on (another seat's bid, a timeout, or this very move,
                     # sent again after a lost answer): decide again on what it is now
                     return await self._fetch(match.id, give_up)
+                if e.code == "INTERNAL_ERROR" and time.monotonic() < give_up:
+                    # safe to send again: expectedVersion refuses it if it did apply
+                    await asyncio.sleep(backoff.next())
+                    continue
                 self.refused_moves += 1
                 log.error("%s: the server refused %s: %s: %s", where, move, e.code, e.message)
                 return None
@@ -256,36 +348,42 @@ class BotRunner:
         log.info("match %s %s: %s; won by %s", match.id, match.status.lower(), scores_text([s.score for s in view.seats], labels), winners)
 
 
-async def run_bot_async(bot: Bot, url: str, token: str, transport: str = "auto") -> None:
-    async with ArenaClient(url, token) as client:
-        await BotRunner(bot, client, transport).run()
-
-
-def run_bot(bot: Bot, url: str, token: str, transport: str = "auto") -> None:
-    """Plays ``bot`` on the server at ``url`` until interrupted (Ctrl-C)."""
-    asyncio.run(run_bot_async(bot, url, token, transport))
-
-
-def play_command(args: argparse.Namespace) -> None:
-    if not args.token:
-        raise ValueError("play needs the bot's token: --token T or WIZARD_ARENA_TOKEN (from `wizard-arena register NAME`)")
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(message)s")
+def run_bot(bot: Bot, url: str, token: str, transport: str = "auto", log_level: str = "info") -> None:
+    """Plays ``bot`` on the server at ``url`` until interrupted (Ctrl-C or SIGTERM), logging
+    each decision: what ``wizard-arena play`` does."""
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(message)s")
     for noisy in ("httpx", "httpcore", "websockets"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    bot = load_bot(args.bot)
+    abandoned = False
 
     async def main() -> None:
+        nonlocal abandoned
         task = asyncio.current_task()
         assert task is not None
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, task.cancel)
-        try:
-            await run_bot_async(bot, args.url, args.token, args.transport)
-        except asyncio.CancelledError:
-            log.info("stopped")
+        async with ArenaClient(url, token) as client:
+            runner = BotRunner(bot, client, transport)
+            try:
+                await runner.run()
+            except asyncio.CancelledError:
+                log.info("stopped")
+            finally:
+                abandoned = runner.deciding
+                runner.close()
 
     try:
         asyncio.run(main())
     except ArenaError as e:
         raise ValueError(f"the server refused: {e.code}: {e.message}") from None
+    if abandoned:  # a decision stuck in the bot's code would keep the process alive
+        log.warning("a decision of the bot was still running; not waiting for it")
+        logging.shutdown()
+        os._exit(0)
+
+
+def play_command(args: argparse.Namespace) -> None:
+    if not args.token:
+        raise ValueError("play needs the bot's token: --token T or WIZARD_ARENA_TOKEN (from `wizard-arena register NAME`)")
+    run_bot(load_bot(args.bot), args.url, args.token, args.transport, args.log_level)

@@ -35,6 +35,8 @@ async def watch(url: str, match_id: str, token: str | None = None) -> Match | No
                 if last is None:
                     return None
             except ArenaUnavailable as e:
+                if last is None:  # never connected: a wrong --url, or the server is down
+                    raise ValueError(f"cannot watch match {match_id} at {url}: {e}") from None
                 delay = backoff.next()
                 print(f"(connection lost: {e}; again in {delay:.1f} s)", flush=True)
                 await asyncio.sleep(delay)

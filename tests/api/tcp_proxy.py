@@ -12,12 +12,12 @@ REFUSED = b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n
 
 
 class TcpProxy:
-    def __init__(self, upstream_port: int, refuse_websockets: bool = False) -> None:
+    def __init__(self, upstream_port: int, refuse_websockets: bool = False, port: int = 0) -> None:
         self.upstream_port = upstream_port
         self.refuse_websockets = refuse_websockets
         self.connections = 0
         self.websockets_refused = 0
-        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener = socket.create_server(("127.0.0.1", port))
         self.port = int(self._listener.getsockname()[1])
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()

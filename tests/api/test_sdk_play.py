@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -206,6 +207,8 @@ def test_watch_follows_a_live_match_as_a_spectator_until_it_ends(api):
     )
     try:
         assert watcher.stdout is not None
+        ready, _, _ = select.select([watcher.stdout], [], [], 30)
+        assert ready, "watch printed nothing in 30 s"
         first = watcher.stdout.readline()  # subscribed: the match as it is now
         assert first.startswith(f"--- match {match_id} | v") and "ACTIVE" in first
         api.play_out(token, match_id)
@@ -241,8 +244,49 @@ def test_a_rate_limited_bot_waits_as_told_and_misses_no_turn(start_api, worker, 
     assert "rate limited: waiting" in log and "ERROR" not in log
 
 
-def test_a_bot_started_before_its_server_waits_for_it(start_api, players, tmp_path):
-    port = free_port()
-    process = players(f"http://127.0.0.1:{port}", "wza_any-token")
+def test_a_bot_started_before_its_server_waits_for_it_then_plays(api, worker, players):
+    token = api.register()[0]
+    match_id = house_match(api, token)
+    port = free_port()  # nothing listens there yet
+    process = players(f"http://127.0.0.1:{port}", token)
     wait_until(lambda: "cannot reach the server" in process.output(), "the bot to say it waits")
     assert process.popen.poll() is None  # still waiting, not crashed
+
+    proxy = TcpProxy(api.port, port=port)  # the server comes up at that address
+    try:
+        final = follow_to_end(api, match_id)
+    finally:
+        proxy.close()
+    assert final["status"] == "FINISHED"
+    assert [s["timeouts"] for s in final["seats"]] == [0, 0, 0, 0]
+
+
+FAILS_IN_ONE_MATCH = '''
+import os
+from sdk import Bot
+
+class FailsInOneMatch(Bot):
+    """Fails every bid of the match $FAILING_MATCH; the first legal move everywhere else."""
+
+    def act(self, view, match_id=None):
+        if match_id == os.environ["FAILING_MATCH"] and view.phase.value == "BID":
+            raise RuntimeError("this match's bids fail")
+        return view.legal_moves[0]
+'''
+
+
+@pytest.mark.parametrize("transport", ["ws", "poll"])
+def test_a_turn_failing_in_one_match_holds_up_no_other(api, worker, players, tmp_path, monkeypatch, transport):
+    bot_file = tmp_path / "fails.py"
+    bot_file.write_text(FAILS_IN_ONE_MATCH)
+    token = api.register()[0]
+    failing = house_match(api, token, "RANDOM", players=3, moveTimeoutMs=500)
+    others = [house_match(api, token, "RANDOM", players=3) for _ in range(2)]
+    monkeypatch.setenv("FAILING_MATCH", failing)
+    players(api.base, token, f"{bot_file}:FailsInOneMatch", "--transport", transport)
+
+    finals = [follow_to_end(api, match_id) for match_id in (failing, *others)]
+
+    assert [f["status"] for f in finals] == ["FINISHED"] * 3
+    assert finals[0]["seats"][0]["timeouts"] == finals[0]["rounds"]  # every bid of that match
+    assert all(s["timeouts"] == 0 for f in finals[1:] for s in f["seats"])
