@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from math import floor
-from operator import itemgetter
 from random import Random
 
 from wizard.cards import (
@@ -81,8 +80,6 @@ _TRICK_SEATS = {
 }
 #: a trick-table row every card beats: the "winner" of an empty trick
 _TAKES_ALL = (True,) * CARD_IDS
-#: ``_CARD_OF_BIT[1 << card]``: the card of a one-bit mask
-_CARD_OF_BIT = {1 << c: c for c in range(CARD_IDS)}
 #: by the card that sets the lead: the suit to follow (0: none), and the cards a seat
 #: holding that suit may play (SINGLE_SUIT never follows: ``_NO_FOLLOW``)
 _FOLLOW_OF = tuple(SUIT_MASK[SUIT_OF[c]] if SUIT_OF[c] < 4 else 0 for c in range(CARD_IDS))
@@ -390,7 +387,6 @@ class MatchState:
         log = self._log
         append = log.append
         tricks = self._tricks
-        card_of = _CARD_OF_BIT
         same_code = SAME_CODE_MASK
         if self._single:  # nothing is ever followed
             follow_of = _NO_FOLLOW
@@ -429,11 +425,11 @@ class MatchState:
                     mask &= mask - 1
                     x -= 1.0
                 bit = mask & -mask
-                card = card_of[bit]
+                card = bit.bit_length() - 1
                 if card >= WIZARD_BASE:
                     bit = hand & same_code[card]
                     bit &= -bit
-                    card = card_of[bit]
+                    card = bit.bit_length() - 1
                 append(codes[card])
                 hands[seat] = hand ^ bit
                 if row[card]:
@@ -477,10 +473,11 @@ class MatchState:
 
         Only for decks shuffled from the seed without SINGLE_SUIT (the caller checks).  A
         round lives in locals and only the last one is written back to the state: no
-        round's attributes but the last one's outlive it.  Dealing takes the shuffle's
-        fast path (:func:`~wizard.shuffle.fresh_shuffle`), falling back to the
-        word-by-word stream when a word might be rejected; a seat's cards are its slice of
-        the dealt cards' bits (``_DEAL_SLICES``).  In the trick loop the lead is played
+        round's attributes but the last one's outlive it.  Dealing shuffles the cards' bits
+        (the same permutation as the cards'), on the shuffle's fast path
+        (:func:`~wizard.shuffle.fresh_shuffle`), falling back to the word-by-word stream
+        when a word might be rejected; a seat's hand is the sum of its slice of the dealt
+        bits (``_DEAL_SLICES``).  In the trick loop the lead is played
         before the loop over the other seats, and a seat that need not follow chooses
         among its whole hand, whose size the trick number gives.
         """
@@ -500,15 +497,14 @@ class MatchState:
         results.append((bids, tricks))
         seed = self.seed
         prefix = f"{seed}:round-".encode()
-        cards = config.deck.cards
-        deck_size = len(cards)
+        deck_bits = [BIT[card] for card in config.deck.cards]  # in canonical order
+        deck_size = len(deck_bits)
         plus_minus_one = config.plus_minus_one
         simultaneous = config.simultaneous_bids
         deal_slices = _DEAL_SLICES[n]
         bid_order = _BID_ORDER[n]
         followers = _FOLLOWERS[n]
         log_codes = _LOG_CODES
-        card_of = _CARD_OF_BIT
         same_code = SAME_CODE_MASK
         follow_of = _FOLLOW_OF
         legal_of = _LEGAL_OF
@@ -523,14 +519,14 @@ class MatchState:
             # ---- the deal: round_deck and _deal_order
             dealt = r * n
             needed = dealt + 1
-            items = list(cards)
-            if fresh_shuffle(prefix + _ROUND_TAIL[r], items, needed if needed < deck_size else deck_size - 1) is None:
-                SeedStream(seed, round_label(r)).shuffle(items, needed)
-            # the dealt cards' bits (3 or more: a tuple), then each seat's slice of them
-            bits = itemgetter(*items[:dealt])(BIT)
-            hands = list(map(sum, map(bits.__getitem__, deal_slices[dealer])))
+            # the deck shuffled as the cards' bits: a hand is the sum of its slice of the deal
+            deck = list(deck_bits)
+            if fresh_shuffle(prefix + _ROUND_TAIL[r], deck, needed if needed < deck_size else deck_size - 1) is None:
+                SeedStream(seed, round_label(r)).shuffle(deck, needed)
+            dealt_bits = deck[:dealt]
+            hands = list(map(sum, map(dealt_bits.__getitem__, deal_slices[dealer])))
             if dealt < deck_size:
-                trump_card = items[dealt]
+                trump_card = deck[dealt].bit_length() - 1
                 suit = suit_of[trump_card]
                 if suit == WIZARD:  # the dealer names trump
                     suit = floor(random() * 4)
@@ -582,11 +578,11 @@ class MatchState:
                     mask &= mask - 1
                     x -= 1.0
                 bit = mask & -mask
-                card = card_of[bit]
+                card = bit.bit_length() - 1
                 if card >= WIZARD_BASE:
                     bit = hand & same_code[card]
                     bit &= -bit
-                    card = card_of[bit]
+                    card = bit.bit_length() - 1
                 append(log_codes[leader][card])
                 hands[leader] = hand ^ bit
                 row = beats[card]
@@ -605,11 +601,11 @@ class MatchState:
                         mask &= mask - 1
                         x -= 1.0
                     bit = mask & -mask
-                    card = card_of[bit]
+                    card = bit.bit_length() - 1
                     if card >= WIZARD_BASE:
                         bit = hand & same_code[card]
                         bit &= -bit
-                        card = card_of[bit]
+                        card = bit.bit_length() - 1
                     append(codes[card])
                     hands[seat] = hand ^ bit
                     if row[card]:
