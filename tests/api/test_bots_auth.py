@@ -301,8 +301,8 @@ def test_closed_registration_refuses_before_looking_at_the_name(closed_api):
 def test_a_token_moves_only_for_its_own_seat(api):
     tokens = [api.register()[0] for _ in range(3)]
     outsider, _ = api.register()
-    # firstDealer 2: seat 0 bids first
-    match_id = api.create_match(tokens[0], players=3, firstDealer=2)
+    # firstDealer 2: seat 0 bids first (the seed turns no Wizard, so the dealer names no trump)
+    match_id = api.create_match(tokens[0], players=3, firstDealer=2, seed="own-seat")
     for seat, token in enumerate(tokens):
         api.join(token, match_id, seat)
     views = [api.match(match_id, t) for t in tokens]
