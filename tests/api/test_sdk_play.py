@@ -58,6 +58,20 @@ def follow_to_end(api: Api, match_id: str, on_update: Callable[[dict[str, Any]],
                 on_update(last)
 
 
+def finished_with_no_timeouts(
+    api: Api, match_id: str, proxy: TcpProxy, on_update: Callable[[dict[str, Any]], None] | None = None
+) -> dict[str, Any]:
+    """Follows the match to its end (then closes the bot's proxy) and checks that no seat
+    timed out; the last update."""
+    try:
+        final = follow_to_end(api, match_id, on_update)
+    finally:
+        proxy.close()
+    assert final["status"] == "FINISHED"
+    assert all(s["timeouts"] == 0 for s in final["seats"]), final
+    return final
+
+
 def house_match(api: Api, token: str, house: str = "HEURISTIC", **spec: Any) -> str:
     """A match with the token's bot in it and house bots in the other seats."""
     spec = {"ruleset": "WIZARD_JUNIOR", "players": 4, "moveTimeoutMs": 10_000, **spec}
@@ -107,14 +121,9 @@ def test_a_bot_whose_connection_is_cut_mid_match_reconnects_and_finishes(api, wo
         if update["movesMade"] >= 20 * (len(cuts) + 1) and len(cuts) < 3:
             cuts.append(proxy.cut())
 
-    try:
-        final = follow_to_end(api, match_id, cut_now_and_then)
-    finally:
-        proxy.close()
+    finished_with_no_timeouts(api, match_id, proxy, cut_now_and_then)
 
     assert len(cuts) == 3 and all(closed >= 2 for closed in cuts), cuts  # the turn stream at least
-    assert final["status"] == "FINISHED"
-    assert [s["timeouts"] for s in final["seats"]] == [0, 0, 0, 0]
     assert process.output().count("connection lost") >= 3
 
 
@@ -123,13 +132,9 @@ def test_where_websockets_are_refused_the_bot_long_polls(api, worker, players):
     match_id = house_match(api, token)
     proxy = TcpProxy(api.port, refuse_websockets=True)
     process = players(proxy.url, token)
-    try:
-        final = follow_to_end(api, match_id)
-    finally:
-        proxy.close()
 
-    assert final["status"] == "FINISHED"
-    assert [s["timeouts"] for s in final["seats"]] == [0, 0, 0, 0]
+    finished_with_no_timeouts(api, match_id, proxy)
+
     assert proxy.websockets_refused >= 1
     assert "long-polling awaitTurn" in process.output()
 
@@ -253,12 +258,7 @@ def test_a_bot_started_before_its_server_waits_for_it_then_plays(api, worker, pl
     assert process.popen.poll() is None  # still waiting, not crashed
 
     proxy = TcpProxy(api.port, port=port)  # the server comes up at that address
-    try:
-        final = follow_to_end(api, match_id)
-    finally:
-        proxy.close()
-    assert final["status"] == "FINISHED"
-    assert [s["timeouts"] for s in final["seats"]] == [0, 0, 0, 0]
+    finished_with_no_timeouts(api, match_id, proxy)
 
 
 FAILS_IN_ONE_MATCH = '''
