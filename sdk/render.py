@@ -119,8 +119,9 @@ def scores_text(scores: Sequence[int], labels: Sequence[str]) -> str:
     return ", ".join(f"{labels[s]} {score}" for s, score in enumerate(scores))
 
 
-def winners_text(winners: Iterable[int], labels: Sequence[str]) -> str:
-    return ", ".join(labels[s] for s in winners)
+def seats_text(seats: Iterable[int], labels: Sequence[str]) -> str:
+    """Seats by their labels: the winners, the seats to act."""
+    return ", ".join(labels[s] for s in seats)
 
 
 # ----------------------------------------------------------------------------- a replayed round
@@ -172,9 +173,9 @@ def render_view(view: MatchView, names: Sequence[str | None] | None = None) -> s
         f" | trump {trump_text(view.trump_card, view.trump_suit)}"
     ]
     if view.winners is not None:
-        lines.append(f"winners: {winners_text(view.winners, labels)}")
+        lines.append(f"winners: {seats_text(view.winners, labels)}")
     elif view.awaiting:
-        lines.append(f"{'to act' if len(view.awaiting) == 1 else 'waiting for'}: {winners_text(view.awaiting, labels)}")
+        lines.append(f"{'to act' if len(view.awaiting) == 1 else 'waiting for'}: {seats_text(view.awaiting, labels)}")
     rows = []
     for s in view.seats:
         marker = ">" if s.seat in view.awaiting else " "

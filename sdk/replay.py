@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx
 
-from sdk.render import PlayedRound, render_round, scores_text, seat_labels, winners_text
+from sdk.render import PlayedRound, render_round, scores_text, seat_labels, seats_text
 from wizard import MatchRecord, RecordError, new_match, seed_hash
 
 
@@ -181,7 +181,7 @@ def render_record(report: ReplayReport) -> str:
     for played in report.rounds:
         lines += [render_round(played, report.names), ""]
     lines.append(f"final scores: {scores_text(report.scores, labels)}")
-    lines.append(f"winners: {winners_text(report.winners, labels)}")
+    lines.append(f"winners: {seats_text(report.winners, labels)}")
     return "\n".join(lines)
 
 

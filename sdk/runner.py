@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from sdk.bot import Bot, load_bot
 from sdk.client import ArenaClient, ArenaError, ArenaUnavailable, Match, WebSocketsUnavailable
-from sdk.render import scores_text, seat_labels, winners_text
+from sdk.render import scores_text, seat_labels, seats_text
 from wizard import MatchView, Move
 
 log = logging.getLogger("wizard_arena.bot")
@@ -344,7 +344,7 @@ class BotRunner:
     def _log_result(self, match: Match) -> None:
         view = match.view
         labels = seat_labels(view.players, match.names())
-        winners = winners_text(view.winners or (), labels) or "nobody"
+        winners = seats_text(view.winners or (), labels) or "nobody"
         log.info("match %s %s: %s; won by %s", match.id, match.status.lower(), scores_text([s.score for s in view.seats], labels), winners)
 
 
