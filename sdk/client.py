@@ -122,6 +122,13 @@ class Match:
         return [int(s["timeouts"]) for s in self.data["seats"]]
 
 
+async def rate_limit_wait(error: ArenaError) -> None:
+    """Waits as long as a ``RATE_LIMITED`` answer asks."""
+    wait = error.retry_after or 1.0
+    log.info("rate limited: waiting %.3f s as the server asks", wait)
+    await asyncio.sleep(wait)
+
+
 def _match(data: Any) -> Match:
     try:
         return Match(data)
@@ -143,9 +150,14 @@ class ArenaClient:
     """One bot's (or an anonymous) connection to a server. Use it as an async context
     manager, or call :meth:`close`."""
 
-    def __init__(self, url: str, token: str | None = None, timeout: float = 30.0) -> None:
+    def __init__(
+        self, url: str, token: str | None = None, timeout: float = 30.0, wait_when_rate_limited: bool = True
+    ) -> None:
         self.url = url.rstrip("/")
         self.token = token
+        #: a request refused with RATE_LIMITED was not carried out, so it is sent again after
+        #: the wait the server names; False: the ArenaError is raised instead
+        self.wait_when_rate_limited = wait_when_rate_limited
         self.graphql_url = f"{self.url}/graphql"
         scheme, _, rest = self.url.partition("://")
         self.ws_url = f"{'wss' if scheme == 'https' else 'ws'}://{rest}/graphql"
@@ -164,7 +176,17 @@ class ArenaClient:
 
     # ------------------------------------------------------------------ GraphQL over HTTP
     async def graphql(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The ``data`` of one operation; the first error as :class:`ArenaError`."""
+        """The ``data`` of one operation; the first error as :class:`ArenaError`, but for
+        ``RATE_LIMITED``, which is waited out and sent again (see ``wait_when_rate_limited``)."""
+        while True:
+            try:
+                return await self._graphql_once(query, variables)
+            except ArenaError as e:
+                if e.code != "RATE_LIMITED" or not self.wait_when_rate_limited:
+                    raise
+                await rate_limit_wait(e)
+
+    async def _graphql_once(self, query: str, variables: dict[str, Any] | None) -> dict[str, Any]:
         try:
             response = await self._http.post(self.graphql_url, json={"query": query, "variables": variables or {}})
         except httpx.TransportError as e:

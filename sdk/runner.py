@@ -26,7 +26,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from sdk.bot import Bot, load_bot
-from sdk.client import ArenaClient, ArenaError, ArenaUnavailable, Match, WebSocketsUnavailable
+from sdk.client import ArenaClient, ArenaError, ArenaUnavailable, Match, WebSocketsUnavailable, rate_limit_wait
 from sdk.render import scores_text, seat_labels, seats_text
 from wizard import MatchView, Move
 
@@ -132,8 +132,8 @@ class BotRunner:
             except ArenaError as e:
                 if e.code in FATAL_CODES:
                     raise
-                if e.code == "RATE_LIMITED":
-                    await self._rate_limited(e)
+                if e.code == "RATE_LIMITED":  # a subscription is charged too, as it starts
+                    await rate_limit_wait(e)
                 else:
                     await self._pause(f"the server refused the turn stream: {e}")
             except asyncio.CancelledError:
@@ -143,21 +143,12 @@ class BotRunner:
                 await self._pause("the turn stream failed")
 
     async def _who_am_i(self) -> dict[str, str] | None:
-        """The token's bot, waiting for a server that is not up yet (or rate limits)."""
+        """The token's bot, waiting for a server that is not up yet."""
         while True:
             try:
                 return await self.client.me()
             except ArenaUnavailable as e:
                 await self._pause(f"cannot reach the server ({e})")
-            except ArenaError as e:
-                if e.code != "RATE_LIMITED":
-                    raise
-                await self._rate_limited(e)
-
-    async def _rate_limited(self, error: ArenaError) -> None:
-        wait = error.retry_after or 1.0
-        log.info("rate limited: waiting %.3f s as the server asks", wait)
-        await asyncio.sleep(wait)
 
     async def _pause(self, why: str) -> None:
         delay = self._backoff.next()
@@ -217,9 +208,6 @@ class BotRunner:
                 match = await self.client.await_turn(match_id, POLL_TIMEOUT_MS)
                 backoff.reset()
             except ArenaError as e:
-                if e.code == "RATE_LIMITED":
-                    await self._rate_limited(e)
-                    continue
                 if e.code != "MATCH_NOT_ACTIVE":
                     log.error("match %s: awaitTurn refused: %s: %s", match_id, e.code, e.message)
                 return
@@ -298,9 +286,6 @@ class BotRunner:
             try:
                 after = await self.client.submit_move(match.id, move, expected_version=match.version)
             except ArenaError as e:
-                if e.code == "RATE_LIMITED":
-                    await self._rate_limited(e)
-                    continue
                 if e.code == "STALE_VERSION":
                     # the match moved on (another seat's bid, a timeout, or this very move,
                     # sent again after a lost answer): decide again on what it is now
@@ -327,15 +312,11 @@ class BotRunner:
             return after
 
     async def _fetch(self, match_id: str, give_up: float) -> Match | None:
-        """The match now, through rate limits and lost connections until ``give_up``."""
+        """The match now, through lost connections until ``give_up``."""
         backoff = Backoff(0.1, 2.0)
         while True:
             try:
                 return await self.client.match(match_id)
-            except ArenaError as e:
-                if e.code != "RATE_LIMITED":
-                    raise
-                await self._rate_limited(e)
             except ArenaUnavailable:
                 if time.monotonic() > give_up:
                     raise
@@ -368,7 +349,10 @@ def run_bot(bot: Bot, url: str, token: str, transport: str = "auto", log_level: 
             try:
                 await runner.run()
             except asyncio.CancelledError:
-                log.info("stopped")
+                log.info(
+                    "stopped: %d moves sent, %d failed in the bot, %d refused by the server",
+                    runner.moves_sent, runner.bot_errors, runner.refused_moves,
+                )
             finally:
                 abandoned = runner.deciding
                 runner.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -20,6 +21,9 @@ class Canned:
     status = 200
     headers: dict[str, str] = {}
     body = b""
+    requests = 0
+    #: (status, body) answered from the second request on
+    then: tuple[int, bytes | dict] | None = None
 
 
 @pytest.fixture
@@ -30,6 +34,9 @@ def server() -> Iterator[tuple[str, type[Canned]]]:
         protocol_version = "HTTP/1.1"  # what a WebSocket client expects, as any proxy speaks
 
         def _answer(self) -> None:
+            answer.requests += 1
+            if answer.then is not None and answer.requests > 1:  # the first answer once, then this
+                answer_with(answer, *answer.then)
             self.send_response(answer.status)
             for name, value in {"Content-Length": str(len(answer.body)), **answer.headers}.items():
                 self.send_header(name, value)
@@ -58,8 +65,8 @@ def answer_with(answer: type[Canned], status: int, body: bytes | dict, **headers
     answer.headers = {"Content-Type": "application/json" if isinstance(body, dict) else "text/html", **headers}
 
 
-async def call(url: str) -> object:
-    async with ArenaClient(url, "wza_token") as client:
+async def call(url: str, wait_when_rate_limited: bool = False) -> object:
+    async with ArenaClient(url, "wza_token", wait_when_rate_limited=wait_when_rate_limited) as client:
         return await client.me()
 
 
@@ -74,6 +81,15 @@ def test_a_proxys_429_is_a_rate_limit_with_its_retry_after(server):
     answer_with(answer, 429, b"<html>slow down</html>", **{"Retry-After": "2"})
     error = error_of(url)
     assert isinstance(error, ArenaError) and error.code == "RATE_LIMITED" and error.retry_after == 2.0
+
+
+def test_a_rate_limited_request_is_sent_again_after_the_wait_the_server_names(server):
+    url, answer = server
+    answer_with(answer, 429, b"<html>slow down</html>", **{"Retry-After": "0.2"})
+    answer.then = (200, {"data": {"me": {"id": "b1", "name": "bot"}}})
+    started = time.monotonic()
+    assert asyncio.run(call(url, wait_when_rate_limited=True)) == {"id": "b1", "name": "bot"}
+    assert answer.requests == 2 and time.monotonic() - started >= 0.2
 
 
 def test_a_proxys_413_is_limit_exceeded_and_its_502_a_lost_connection(server):
