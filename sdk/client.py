@@ -56,12 +56,13 @@ class ArenaError(Exception):
 
     @classmethod
     def from_graphql(cls, errors: Any) -> ArenaError:
-        """The first error of a GraphQL ``errors`` value, whatever its shape."""
+        """The first error of a GraphQL ``errors`` value (or the REST mirror's ``error``,
+        whose code stands beside the message), whatever its shape."""
         error = errors[0] if isinstance(errors, list) and errors else errors
         if not isinstance(error, dict):
             return cls("INTERNAL_ERROR", f"the server answered an error of no known shape: {error!r}")
         extensions = error.get("extensions")
-        extensions = extensions if isinstance(extensions, dict) else {}
+        extensions = extensions if isinstance(extensions, dict) else error
         retry_after = extensions.get("retryAfterSeconds")
         return cls(
             str(extensions.get("code", "INTERNAL_ERROR")), str(error.get("message", "")),
@@ -211,6 +212,30 @@ class ArenaClient:
         raise ArenaUnavailable(
             f"{self.graphql_url} answered HTTP {status} with no GraphQL answer: is this a Wizard Arena server?"
         )
+
+    async def record(self, match_id: str) -> dict[str, Any]:
+        """A finished match's record (``GET /api/matches/{id}/record``): config, seed, every
+        move, the result, the ``seedHash`` published at the start."""
+        url = f"{self.url}/api/matches/{match_id}/record"
+        try:
+            response = await self._http.get(url)
+        except httpx.TransportError as e:
+            raise ArenaUnavailable(f"{url}: {type(e).__name__}: {e}") from e
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if isinstance(body, dict) and isinstance(body.get("error"), dict):
+            raise ArenaError.from_graphql(body["error"])
+        if response.is_error or not isinstance(body, dict):
+            raise ArenaUnavailable(f"{url} answered HTTP {response.status_code} with no record: is this a Wizard Arena server?")
+        return body
+
+    async def seed_hash(self, match_id: str) -> str | None:
+        """The ``seedHash`` match ``match_id`` published at its start (None: no such match)."""
+        data = await self.graphql("query($id: ID!) { match(id: $id) { seedHash } }", {"id": match_id})
+        match = data.get("match")
+        return match.get("seedHash") if isinstance(match, dict) else None
 
     async def register(self, name: str, secret: str | None = None) -> dict[str, Any]:
         """``{token, bot {id name}}``: keep the token, the server shows it only this once."""

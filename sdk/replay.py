@@ -20,14 +20,14 @@ the match published at its start, its ``winners`` and its seat names. The checks
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import httpx
-
+from sdk.client import ArenaClient, ArenaError, ArenaUnavailable
 from sdk.render import PlayedRound, render_round, scores_text, seat_labels, seats_text
 from wizard import MatchRecord, RecordError, new_match, seed_hash
 
@@ -211,41 +211,20 @@ def load_record(source: str, url: str) -> Any:
 
 
 def _fetch_record(match_id: str, url: str) -> Any:
-    record_url = f"{url}/api/matches/{match_id}/record"
-    try:
-        with httpx.Client(timeout=30) as http:
-            response = http.get(record_url)
-            data = _answer(response, record_url)
-            if isinstance(data, dict) and data.get("seedHash") is None:
+    async def fetch() -> dict[str, Any]:
+        async with ArenaClient(url) as client:
+            data = await client.record(match_id)
+            if data.get("seedHash") is None:
                 # an older server's record has no seedHash: ask for the one the match publishes
-                published = _published_seed_hash(http, url, match_id)
-                if published is not None:
-                    data["seedHash"] = published
-    except httpx.TransportError as e:
-        raise ValueError(f"cannot reach {url}: {type(e).__name__}: {e}") from None
-    return data
+                try:
+                    data["seedHash"] = await client.seed_hash(match_id)
+                except (ArenaError, ArenaUnavailable):
+                    pass  # then the seed is reported as not checked
+            return data
 
-
-def _answer(response: httpx.Response, what: str) -> Any:
     try:
-        body = response.json()
-    except ValueError:
-        raise ValueError(f"{what} answered HTTP {response.status_code} without JSON: is this a Wizard Arena server?") from None
-    error = body.get("error") if isinstance(body, dict) else None
-    if response.is_error or isinstance(error, dict):
-        if isinstance(error, dict):
-            raise ValueError(f"the server refused ({error.get('code')}): {error.get('message')}")
-        raise ValueError(f"{what} answered HTTP {response.status_code}")
-    return body
-
-
-def _published_seed_hash(http: httpx.Client, url: str, match_id: str) -> str | None:
-    response = http.post(
-        f"{url}/graphql", json={"query": "query($id: ID!) { match(id: $id) { seedHash } }", "variables": {"id": match_id}}
-    )
-    try:
-        match = response.json()["data"]["match"]
-    except (ValueError, KeyError, TypeError):
-        return None
-    return match.get("seedHash") if isinstance(match, dict) else None
-
+        return asyncio.run(fetch())
+    except ArenaError as e:
+        raise ValueError(f"the server refused ({e.code}): {e.message}") from None
+    except ArenaUnavailable as e:
+        raise ValueError(f"cannot reach {url}: {e}") from None

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
+from tests.http_stub import Answer, http_stub
 
 from sdk.render import render_round, render_view, seat_labels
 from sdk.replay import ReplayError, load_record, played_rounds, render_record, verify_record
@@ -180,24 +180,23 @@ def test_an_unfinished_or_malformed_record_is_refused(tmp_path, record):
     assert missing.returncode != 0 and "no file" in missing.stderr
 
 
-def test_a_match_id_is_fetched_and_its_published_seed_hash_asked_for_when_the_record_lacks_it(monkeypatch, record):
+def test_a_match_id_is_fetched_and_its_published_seed_hash_asked_for_when_the_record_lacks_it(record):
     bare = {k: v for k, v in record.items() if k != "seedHash"}
     asked = []
 
-    def server(request: httpx.Request) -> httpx.Response:
-        asked.append(request.url.path)
-        if request.url.path == "/graphql":
-            return httpx.Response(200, json={"data": {"match": {"seedHash": record["seedHash"]}}})
-        if request.url.path == "/api/matches/m-1/record":
-            return httpx.Response(200, json=bare)
-        return httpx.Response(409, json={"error": {"code": "MATCH_NOT_ACTIVE", "message": "match m-2 is ACTIVE"}})
+    def server(method: str, path: str) -> Answer:
+        asked.append(path)
+        if path == "/graphql":
+            return 200, {"data": {"match": {"seedHash": record["seedHash"]}}}, {}
+        if path == "/api/matches/m-1/record":
+            return 200, bare, {}
+        return 409, {"error": {"code": "MATCH_NOT_ACTIVE", "message": "match m-2 is ACTIVE"}}, {}
 
-    real_client = httpx.Client
-    monkeypatch.setattr(httpx, "Client", lambda **kw: real_client(transport=httpx.MockTransport(server), **kw))
-    assert load_record("m-1", "http://arena.test/") == record
-    assert asked == ["/api/matches/m-1/record", "/graphql"]
-    with pytest.raises(ValueError, match=r"the server refused \(MATCH_NOT_ACTIVE\): match m-2 is ACTIVE"):
-        load_record("m-2", "http://arena.test")
+    with http_stub(server) as url:  # an older server: its records have no seedHash
+        assert load_record("m-1", url + "/") == record
+        assert asked == ["/api/matches/m-1/record", "/graphql"]
+        with pytest.raises(ValueError, match=r"the server refused \(MATCH_NOT_ACTIVE\): match m-2 is ACTIVE"):
+            load_record("m-2", url)
 
 
 # ----------------------------------------------------------------------------- render_view

@@ -1,68 +1,45 @@
 """The SDK client against answers no Wizard Arena server gives but proxies and broken
-servers do: a real HTTP server (the standard library's, in a thread) sends each canned answer."""
+servers do: a real HTTP server (tests/http_stub.py) sends each canned answer."""
 
 from __future__ import annotations
 
 import asyncio
-import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from tests.http_stub import Answer, http_stub
 
 from sdk.client import ArenaClient, ArenaError, ArenaUnavailable, BadAnswer, WebSocketsUnavailable
 
 
 class Canned:
-    """What the server answers next: status, headers, body."""
+    """What the server answers: status, body, headers; from the second request on ``then``,
+    when set."""
 
-    status = 200
-    headers: dict[str, str] = {}
-    body = b""
-    requests = 0
-    #: (status, body) answered from the second request on
-    then: tuple[int, bytes | dict] | None = None
+    def __init__(self) -> None:
+        self.status = 200
+        self.body: bytes | dict = b""
+        self.headers: dict[str, str] = {}
+        self.requests = 0
+        self.then: tuple[int, bytes | dict] | None = None
+
+    def __call__(self, method: str, path: str) -> Answer:
+        self.requests += 1
+        if self.then is not None and self.requests > 1:
+            return (*self.then, {})
+        return self.status, self.body, self.headers
 
 
 @pytest.fixture
-def server() -> Iterator[tuple[str, type[Canned]]]:
-    answer = type("Answer", (Canned,), {})
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # what a WebSocket client expects, as any proxy speaks
-
-        def _answer(self) -> None:
-            answer.requests += 1
-            if answer.then is not None and answer.requests > 1:  # the first answer once, then this
-                answer_with(answer, *answer.then)
-            self.send_response(answer.status)
-            for name, value in {"Content-Length": str(len(answer.body)), **answer.headers}.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(answer.body)
-
-        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            self._answer()
-
-        do_GET = _answer  # noqa: N815 (the WebSocket upgrade arrives as a GET)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}", answer
-    httpd.shutdown()
-    httpd.server_close()
+def server() -> Iterator[tuple[str, Canned]]:
+    answer = Canned()
+    with http_stub(answer) as url:
+        yield url, answer
 
 
-def answer_with(answer: type[Canned], status: int, body: bytes | dict, **headers: str) -> None:
-    answer.status = status
-    answer.body = json.dumps(body).encode() if isinstance(body, dict) else body
-    answer.headers = {"Content-Type": "application/json" if isinstance(body, dict) else "text/html", **headers}
+def answer_with(answer: Canned, status: int, body: bytes | dict, **headers: str) -> None:
+    answer.status, answer.body, answer.headers = status, body, headers
 
 
 async def call(url: str, wait_when_rate_limited: bool = False) -> object:
