@@ -15,6 +15,7 @@ from rq import Queue
 from service.bots import BotService
 from service.matches import BLOCK_SLICE_MS, MatchService
 from service.metrics import Metrics
+from service.redis_line import ScriptLine
 from service.settings import Settings
 from service.store import BotStore, MatchStore, RatingStore, fit_claim_key, now_ms, read_ratings
 from service.tournaments import TournamentService
@@ -28,6 +29,8 @@ JOB_QUEUE = "default"
 class Services:
     settings: Settings
     redis: Redis
+    #: the pipelined connection for the move path's scripts (see service.redis_line)
+    scripts: ScriptLine
     bots: BotService
     matches: MatchService
     metrics: Metrics
@@ -46,10 +49,11 @@ class Services:
             socket_timeout=BLOCK_SLICE_MS / 1000 + 10,
         )
         metrics = metrics or Metrics()
-        bot_store = BotStore(redis)
-        matches = MatchService(MatchStore(redis), bot_store, settings, on_change=metrics.on_change)
+        scripts = ScriptLine(redis)
+        bot_store = BotStore(redis, scripts)
+        matches = MatchService(MatchStore(redis, scripts), bot_store, settings, on_change=metrics.on_change)
         services = cls(
-            settings, redis, BotService(bot_store, settings), matches, metrics,
+            settings, redis, scripts, BotService(bot_store, settings), matches, metrics,
             TournamentService(redis, matches, settings), RatingStore(redis),
         )
         services.tournaments.enqueue_fit = services.enqueue_fit
@@ -85,6 +89,7 @@ class Services:
 
     async def close(self) -> None:
         await self.matches.close()
+        await self.scripts.close()
         await self.redis.aclose()
         if self._queue is not None:
             self._queue.connection.close()

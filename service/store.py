@@ -25,6 +25,7 @@ import orjson
 from redis.asyncio import Redis
 
 from service.live_match import LiveMatch
+from service.redis_line import ScriptLine
 
 DEADLINES = "deadlines"
 #: Ended matches not yet settled (ratings, tournament standings), by when they ended.
@@ -186,8 +187,10 @@ class MatchStore:
 
     FIELDS = ("version", "settings", "state", "live", "eid", "sealed")
 
-    def __init__(self, redis: Redis) -> None:
+    def __init__(self, redis: Redis, scripts: ScriptLine) -> None:
         self.redis = redis
+        #: the hot path's scripts (commits) go down the process's pipelined connection
+        self.scripts = scripts
         self._commit = redis.register_script(COMMIT_EVENT)
         self._create = redis.register_script(CREATE_MATCH)
 
@@ -250,9 +253,10 @@ class MatchStore:
         elif match.ended:
             mode = "end"
             keys += [bot_matches_key(bot_id) for bot_id in sorted(match.bot_ids())]
-        answer = await self._commit(
-            keys=keys,
-            args=[
+        answer = await self.scripts.run(
+            self._commit,
+            keys,
+            [
                 match.version - 1,
                 match.id,
                 match.state.to_bytes(),
@@ -333,8 +337,10 @@ def _decode_event(fields: dict[bytes, bytes]) -> dict[str, Any]:
 class BotStore:
     """Registered bots, their token hashes, their open matches and the request buckets."""
 
-    def __init__(self, redis: Redis) -> None:
+    def __init__(self, redis: Redis, scripts: ScriptLine) -> None:
         self.redis = redis
+        #: the hot path's scripts (authentication) go down the process's pipelined connection
+        self.scripts = scripts
         self._authenticate = redis.register_script(AUTHENTICATE)
 
     async def register(self, bot_id: str, name: str, token_hash: str) -> bool:
@@ -353,8 +359,8 @@ class BotStore:
         """The bot holding this token hash (or None), the requests granted from its bucket (up
         to ``wanted``: one for the request at hand, the rest to spend within ``lease_ms``), and
         when none is granted, the ms to wait before the next."""
-        found, granted, wait_ms = await self._authenticate(
-            keys=[f"{{t:{token_hash}}}:bot", f"{{t:{token_hash}}}:rate"], args=[rate_per_ms, burst, wanted, lease_ms]
+        found, granted, wait_ms = await self.scripts.run(
+            self._authenticate, [f"{{t:{token_hash}}}:bot", f"{{t:{token_hash}}}:rate"], [rate_per_ms, burst, wanted, lease_ms]
         )
         return (json.loads(found) if found else None), int(granted), int(wait_ms)
 

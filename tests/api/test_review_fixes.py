@@ -34,6 +34,7 @@ from tests.conftest import stacked
 
 from service.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder
 from service.matches import Caller
+from service.redis_line import ScriptLine
 from service.services import Services
 from service.settings import Settings
 from service.store import (
@@ -321,7 +322,8 @@ def test_commits_keep_the_bots_open_matches_in_the_same_script(redis_url, redis_
 
     async def work() -> None:
         client = AsyncRedis.from_url(redis_url)
-        store = MatchStore(client)
+        scripts = ScriptLine(client)
+        store = MatchStore(client, scripts)
         try:
             assert await store.create(match)
             for seat, holder in enumerate([SeatHolder(alice, "Alice"), house(1), SeatHolder(bob, "Bob")]):
@@ -346,6 +348,7 @@ def test_commits_keep_the_bots_open_matches_in_the_same_script(redis_url, redis_
             assert not await client.sismember(bot_matches_key(bob), match.id)
             await client.zrem(UNSETTLED, match.id)  # nobody settles this test's match
         finally:
+            await scripts.close()
             await client.aclose()
 
     run(work)
@@ -360,9 +363,11 @@ def test_a_match_created_with_seats_taken_is_noted_for_its_bots(redis_url, redis
 
     async def work() -> None:
         client = AsyncRedis.from_url(redis_url)
+        scripts = ScriptLine(client)
         try:
-            assert await MatchStore(client).create(match, events)
+            assert await MatchStore(client, scripts).create(match, events)
         finally:
+            await scripts.close()
             await client.aclose()
 
     run(work)
@@ -424,7 +429,8 @@ def test_a_commit_with_a_stale_event_id_is_refused_even_at_the_right_version(api
 
     async def work() -> None:
         client = AsyncRedis.from_url(redis_url)
-        store = MatchStore(client)
+        scripts = ScriptLine(client)
+        store = MatchStore(client, scripts)
         try:
             loaded = await store.load(match_id)
             assert loaded is not None
@@ -448,6 +454,7 @@ def test_a_commit_with_a_stale_event_id_is_refused_even_at_the_right_version(api
             assert int(after[0]) == int(before[0]) + 1 and after[4] == before[4] + 1
             assert fresh.event_id == after[3]
         finally:
+            await scripts.close()
             await client.aclose()
 
     try:

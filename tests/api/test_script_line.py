@@ -1,0 +1,170 @@
+"""The pipelined connection the move path's scripts run on (service.redis_line.ScriptLine),
+against the real embedded Redis: answers reach their own callers, in any interleaving, and
+every failure fails only what it must, loudly, leaving the line usable."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import pytest
+import redis
+from redis.asyncio import Redis as AsyncRedis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from service.redis_line import ScriptLine
+
+T = TypeVar("T")
+
+ECHO = "return {ARGV[1], redis.call('INCR', KEYS[1])}"
+FAIL_ODD = "if tonumber(ARGV[1]) % 2 == 1 then return redis.error_reply('odd ' .. ARGV[1]) end return ARGV[1]"
+
+
+def run_with_line(redis_url: str, work: Callable[[AsyncRedis, ScriptLine], Awaitable[T]], timeout: float = 10.0) -> T:
+    async def main() -> T:
+        client = AsyncRedis.from_url(redis_url)
+        line = ScriptLine(client, timeout=timeout)
+        try:
+            return await work(client, line)
+        finally:
+            await line.close()
+            await client.aclose()
+
+    return asyncio.run(main())
+
+
+def test_concurrent_calls_each_get_their_own_answer(redis_url: str, redis_client: redis.Redis) -> None:
+    redis_client.delete("sl:count")
+
+    async def work(client: AsyncRedis, line: ScriptLine) -> list[list[bytes]]:
+        script = client.register_script(ECHO)
+        return await asyncio.gather(*(line.run(script, ["sl:count"], [f"call-{i}"]) for i in range(500)))
+
+    answers = run_with_line(redis_url, work)
+    assert [a[0] for a in answers] == [f"call-{i}".encode() for i in range(500)]
+    # each ran exactly once
+    assert sorted(a[1] for a in answers) == list(range(1, 501))
+    assert int(redis_client.get("sl:count")) == 500
+
+
+def test_an_error_answer_fails_that_call_only(redis_url: str) -> None:
+    async def work(client: AsyncRedis, line: ScriptLine) -> list[object]:
+        script = client.register_script(FAIL_ODD)
+        return await asyncio.gather(*(line.run(script, [], [i]) for i in range(10)), return_exceptions=True)
+
+    answers = run_with_line(redis_url, work)
+    for i, answer in enumerate(answers):
+        if i % 2:
+            assert isinstance(answer, ResponseError) and f"odd {i}" in str(answer)
+        else:
+            assert answer == str(i).encode()
+
+
+def test_a_script_the_server_forgot_is_loaded_again(redis_url: str, redis_client: redis.Redis) -> None:
+    async def work(client: AsyncRedis, line: ScriptLine) -> tuple[object, object]:
+        script = client.register_script(ECHO)
+        first = await line.run(script, ["sl:forgot"], ["a"])
+        await client.script_flush()  # as after a restart or a failover
+        second = await line.run(script, ["sl:forgot"], ["b"])
+        return first, second
+
+    redis_client.delete("sl:forgot")
+    first, second = run_with_line(redis_url, work)
+    assert first == [b"a", 1] and second == [b"b", 2]  # the refused call ran once, after the load
+
+
+async def kill_line_connection(client: AsyncRedis) -> None:
+    """Close the connection the line's last script ran on, from the server's side."""
+    killed = 0
+    for entry in await client.client_list():
+        if entry.get("cmd") in ("evalsha", "eval"):
+            killed += await client.client_kill_filter(_id=entry["id"])
+    assert killed == 1
+
+
+def test_a_lost_connection_fails_the_calls_in_flight_and_the_next_call_reconnects(redis_url: str) -> None:
+    async def work(client: AsyncRedis, line: ScriptLine) -> tuple[list[object], object]:
+        script = client.register_script(ECHO)
+        await line.run(script, ["sl:lost"], ["warm"])
+        # scripts wait while writes are paused (CLIENT LIST and KILL do not)
+        await client.execute_command("CLIENT", "PAUSE", 2000, "WRITE")
+        in_flight = [asyncio.ensure_future(line.run(script, ["sl:lost"], [i])) for i in range(5)]
+        await asyncio.sleep(0.1)
+        await kill_line_connection(client)
+        failed = await asyncio.gather(*in_flight, return_exceptions=True)
+        await client.execute_command("CLIENT", "UNPAUSE")
+        after = await line.run(script, ["sl:lost"], ["after"])
+        return failed, after
+
+    failed, after = run_with_line(redis_url, work)
+    assert all(isinstance(f, RedisConnectionError) for f in failed), failed
+    assert after[0] == b"after"
+
+
+def test_an_idle_connection_the_server_closed_is_replaced_before_the_next_call(redis_url: str) -> None:
+    async def work(client: AsyncRedis, line: ScriptLine) -> object:
+        script = client.register_script(ECHO)
+        await line.run(script, ["sl:idle"], ["warm"])
+        await kill_line_connection(client)
+        for _ in range(500):  # until the line's reader has seen the close (at most 5 s)
+            if line._line is None:
+                break
+            await asyncio.sleep(0.01)
+        assert line._line is None, "the line did not notice its connection closed"
+        return await line.run(script, ["sl:idle"], ["after"])
+
+    assert run_with_line(redis_url, work)[0] == b"after"  # type: ignore[index]
+
+
+def test_answers_overdue_break_the_line_with_a_timeout(redis_url: str) -> None:
+    async def work(client: AsyncRedis, line: ScriptLine) -> tuple[object, object]:
+        script = client.register_script(ECHO)
+        await line.run(script, ["sl:slow"], ["warm"])
+        await client.execute_command("CLIENT", "PAUSE", 1500, "WRITE")
+        started = asyncio.get_running_loop().time()
+        try:
+            await line.run(script, ["sl:slow"], ["late"])
+        except RedisTimeoutError as error:
+            waited = asyncio.get_running_loop().time() - started
+            outcome: object = (error, waited)
+        else:  # pragma: no cover - the assertion below reports it
+            outcome = None
+        await client.execute_command("CLIENT", "UNPAUSE")
+        return outcome, await line.run(script, ["sl:slow"], ["after"])
+
+    outcome, after = run_with_line(redis_url, work, timeout=0.2)
+    assert outcome is not None, "a call whose answer never came did not time out"
+    _, waited = outcome  # type: ignore[misc]
+    assert 0.2 <= waited < 1.0
+    assert after[0] == b"after"
+
+
+def test_a_caller_that_goes_away_does_not_shift_the_answers(redis_url: str) -> None:
+    async def work(client: AsyncRedis, line: ScriptLine) -> list[object]:
+        script = client.register_script(ECHO)
+        await client.execute_command("CLIENT", "PAUSE", 100, "WRITE")
+        calls = [asyncio.ensure_future(line.run(script, ["sl:cancel"], [i])) for i in range(6)]
+        await asyncio.sleep(0.01)
+        calls[2].cancel()
+        calls[4].cancel()
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    answers = run_with_line(redis_url, work)
+    for i, answer in enumerate(answers):
+        if i in (2, 4):
+            assert isinstance(answer, asyncio.CancelledError)
+        else:
+            assert answer[0] == str(i).encode()  # type: ignore[index]
+
+
+def test_a_closed_line_refuses_calls(redis_url: str) -> None:
+    async def work(client: AsyncRedis, line: ScriptLine) -> None:
+        script = client.register_script(ECHO)
+        await line.close()
+        with pytest.raises(RedisConnectionError, match="closed"):
+            await line.run(script, ["sl:closed"], ["x"])
+
+    run_with_line(redis_url, work)
