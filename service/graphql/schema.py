@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, Iterator
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import strawberry
-from graphql import GraphQLError
+from graphql import DocumentNode, GraphQLError, parse
 from strawberry.extensions import (
     AddValidationRules,
     MaxAliasesLimiter,
     MaxTokensLimiter,
-    ParserCache,
     QueryDepthLimiter,
-    ValidationCache,
+    SchemaExtension,
 )
 from strawberry.schema.config import StrawberryConfig
+from strawberry.schema.schema import validate_document
 from strawberry.types import ExecutionContext, ExecutionResult, Info
 from strawberry.types.graphql import OperationType
 
@@ -219,18 +220,66 @@ class Subscription:
             yield _for(live, caller)
 
 
-class CodedParserCache(ParserCache):
-    """strawberry's ParserCache, except that a document that does not parse is left to
-    strawberry's own parse: its syntax error (or the token limit's) then reaches
-    ``ErrorCodes`` like every other error, where the cache's would bypass it uncoded."""
+class DocumentCache(SchemaExtension):
+    """Parsing and validation, cached together by the query's text.
+
+    strawberry's ParserCache and ValidationCache key their caches by the text and by the
+    parsed document: the second key hashes the whole syntax tree on every request (for a
+    submitMove, dozens of node hashes, more than its validation cost to look up). Here a
+    document is looked up once by its text, and its validation result (for the schema's
+    rules, the same on every request) kept beside it.
+
+    A document that does not parse is left to strawberry's own parse: its syntax error (or
+    the token limit's) then reaches ``ErrorCodes`` like every other error."""
+
+    def __init__(self, documents: OrderedDict[tuple[Any, ...], _Document], maxsize: int) -> None:
+        super().__init__()
+        self._documents = documents
+        self._maxsize = maxsize
+        self._document: _Document | None = None
 
     def on_parse(self) -> Iterator[None]:
         context = self.execution_context
-        try:
-            context.graphql_document = self.cached_parse_document(context.query, **context.parse_options)
-        except GraphQLError:
-            pass  # parsed again, and refused, inside strawberry's error handling
+        key = (context.query, *context.parse_options.items())
+        documents = self._documents
+        document = documents.get(key)
+        if document is None and context.query is not None:
+            try:
+                document = _Document(parse(context.query, **context.parse_options))
+            except GraphQLError:
+                pass  # parsed again, and refused, inside strawberry's error handling
+            else:
+                documents[key] = document
+                if len(documents) > self._maxsize:
+                    documents.popitem(last=False)
+        elif document is not None:
+            documents.move_to_end(key)
+        if document is not None:
+            context.graphql_document = document.ast
+            self._document = document
         yield
+
+    def on_validate(self) -> Iterator[None]:
+        context = self.execution_context
+        document = self._document
+        if document is not None and context.graphql_document is document.ast:
+            rules = tuple(context.validation_rules)
+            if document.rules != rules:
+                document.errors = validate_document(context.schema._schema, document.ast, rules)
+                document.rules = rules
+            context.pre_execution_errors = document.errors
+        yield
+
+
+class _Document:
+    """A parsed document and its validation errors under ``rules``."""
+
+    __slots__ = ("ast", "rules", "errors")
+
+    def __init__(self, ast: DocumentNode) -> None:
+        self.ast = ast
+        self.rules: tuple[Any, ...] | None = None
+        self.errors: list[GraphQLError] = []
 
 
 class ArenaSchema(strawberry.Schema):
@@ -249,6 +298,7 @@ class ArenaSchema(strawberry.Schema):
 def build_schema(settings: Settings) -> strawberry.Schema:
     # The limiters' rules are built once: each QueryDepthLimiter or MaxAliasesLimiter makes a
     # rule class of its own, and a new class per request would miss the validation cache.
+    documents: OrderedDict[tuple[Any, ...], _Document] = OrderedDict()
     limits = [
         *QueryDepthLimiter(max_depth=settings.max_query_depth).validation_rules,
         *MaxAliasesLimiter(max_alias_count=settings.max_aliases).validation_rules,
@@ -262,9 +312,8 @@ def build_schema(settings: Settings) -> strawberry.Schema:
         # shared by concurrent requests would see another request's execution context).
         extensions=[
             lambda: MaxTokensLimiter(max_token_count=settings.max_tokens),
-            lambda: CodedParserCache(maxsize=512),
             lambda: AddValidationRules(limits),
-            lambda: ValidationCache(maxsize=512),
+            lambda: DocumentCache(documents, maxsize=512),
             ErrorCodes,
         ],
     )
