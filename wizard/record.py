@@ -142,36 +142,44 @@ def _head_end(data: bytes) -> int:
 
 
 def state_to_bytes(state: MatchState) -> bytes:
+    # The service writes this with every move: built from a few lists of small ints, each
+    # made into bytes once, rather than from a byte array grown piece by piece.
     n = state._n
-    out = bytearray(_MAGIC)
-    out.append(STATE_FORMAT)
-    out += _head_bytes(state.config, state.seed)
-    out += bytes(
-        [
-            state._round, state._dealer, state._first_dealer, _PHASES.index(state._phase),
-            _opt(state._to_act), _opt(state._trump_card), _opt(state._trump_suit),
-            _opt(state._leader), state._lead, state._win_pos,
-        ]
-    )
-    out += struct.pack(f"<{n}Q", *state._hands)
-    out += bytes(_opt(b) for b in state._bids)
-    out += bytes(state._tricks)
-    out += struct.pack(f"<{n}i", *state._scores)
-    out.append(len(state._trick))
-    out += bytes(state._trick)
-    out.append(len(state._done))
-    for leader, cards, winner in state._done:
-        out += bytes([leader, winner, *cards])
+    none = _NONE
+    small = [
+        state._round, state._dealer, state._first_dealer, _PHASE_INDEX[state._phase],
+        _opt(state._to_act), _opt(state._trump_card), _opt(state._trump_suit),
+        _opt(state._leader), state._lead, state._win_pos,
+    ]
+    seats = [none if b is None or b == NO_SEAT else b for b in state._bids]
+    seats += state._tricks
+    trick = state._trick
+    done = state._done
+    tail = [len(trick), *trick, len(done)]
+    for leader, cards, winner in done:
+        tail += (leader, winner, *cards)
     last = state._last_trick
     if last is None:
-        out.append(0)
+        tail.append(0)
     else:
-        out += bytes([1, last[0], last[2], *last[1]])
-    out.append(len(state._results))
-    for bids, tricks in state._results:
-        out += bytes(bids) + bytes(tricks)
-    out += struct.pack(f"<H{len(state._log)}H", len(state._log), *state._log)
-    return bytes(out)
+        tail += (1, last[0], last[2], *last[1])
+    results = state._results
+    tail.append(len(results))
+    for bids, tricks in results:
+        tail += bids
+        tail += tricks
+    log = state._log
+    return b"".join((
+        _MAGIC, _FORMAT_BYTE, _head_bytes(state.config, state.seed), bytes(small),
+        _HANDS[n].pack(*state._hands), bytes(seats), _SCORES[n].pack(*state._scores), bytes(tail),
+        struct.pack(f"<H{len(log)}H", len(log), *log),
+    ))
+
+
+_PHASE_INDEX = {phase: index for index, phase in enumerate(_PHASES)}
+_FORMAT_BYTE = bytes([STATE_FORMAT])
+_HANDS = [struct.Struct(f"<{n}Q") for n in range(7)]
+_SCORES = [struct.Struct(f"<{n}i") for n in range(7)]
 
 
 def state_from_bytes(data: bytes) -> MatchState:
