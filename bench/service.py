@@ -27,6 +27,7 @@ import platform
 import random
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -182,6 +183,100 @@ async def solo(host: str, port: int, clients: int, seconds: float, seed: int, qu
     return {**_summary(latencies, elapsed), "matches_finished": matches_done}
 
 
+async def interleaved(
+    host: str, port: int, clients: int, seconds: float, seed: int, server_pid: int, slice_seconds: float = 1.0
+) -> dict[str, Any]:
+    """A move's server CPU against a floor request's, in alternating slices.
+
+    On a shared machine the CPU a request costs drifts by tens of percent within minutes
+    (other work shares the caches and the cores), so two measurements taken one after the
+    other compare the moments as much as the code. Here the same clients take turns: one
+    slice only floor requests, the next only moves (solo play), and so on; each pair of
+    neighbouring slices gives one ratio of server CPU per request, and their median is
+    ``move_cpu_vs_floor``."""
+    stop = time.perf_counter() + seconds
+    phase = {"kind": "floor", "started": asyncio.Event()}
+    counts = {"floor": 0, "move": 0}
+    turn = {"floor": asyncio.Event(), "move": asyncio.Event()}
+
+    async def floor_client() -> None:
+        conn = HttpConnection(host, port)
+        while time.perf_counter() < stop:
+            await turn["floor"].wait()
+            await conn.post("/graphql", {"query": "{ __typename }"})
+            counts["floor"] += 1
+        await conn.close()
+
+    async def move_client(index: int) -> None:
+        rng = random.Random(seed * 1000 + index)
+        conn = HttpConnection(host, port)
+        tokens = [await _register(conn, f"bench-il-{os.getpid()}-{seed}-{index}-{s}") for s in range(4)]
+        while time.perf_counter() < stop:
+            config = MatchConfig.create("WIZARD", 4, first_dealer=0, deals=_stacked_deals(rng, 15))
+            local = new_match(config, "bench")
+            spec = {"players": 4, "firstDealer": 0, "seed": "bench", "deals": [list(r) for r in config.deals or ()]}
+            await turn["move"].wait()  # set-up requests are made in move slices, and not counted
+            match_id = (await _gql(conn, "mutation($i: CreateMatchInput!) { createMatch(input: $i) { id } }", {"i": spec}, tokens[0]))["createMatch"]["id"]
+            version = 0
+            for s in range(4):
+                version = (await _gql(conn, "mutation($m: ID!, $s: Int) { joinMatch(matchId: $m, seat: $s) { version } }", {"m": match_id, "s": s}, tokens[s]))["joinMatch"]["version"]
+            counts["setup"] = counts.get("setup", 0) + 5
+            while not local.is_finished and time.perf_counter() < stop:
+                await turn["move"].wait()
+                seat = local.awaiting()[0]
+                move = rng.choice(local.legal_moves(seat))
+                data = await _gql(conn, MOVE_QUERY, {"m": match_id, "mv": move.to_dict(), "v": version}, tokens[seat])
+                local.apply(seat, move)
+                version = data["submitMove"]["version"]
+                counts["move"] += 1
+        await conn.close()
+
+    async def conductor() -> list[dict[str, float]]:
+        slices = []
+        kind = "floor"
+        while time.perf_counter() < stop - slice_seconds:
+            turn[kind].set()
+            await asyncio.sleep(slice_seconds / 10)  # let the last slice's requests drain first
+            before_cpu, before = process_cpu_seconds(server_pid), dict(counts)
+            await asyncio.sleep(slice_seconds)
+            after_cpu, after = process_cpu_seconds(server_pid), dict(counts)
+            turn[kind].clear()
+            done = after[kind] - before[kind]
+            # set-up requests (createMatch, joinMatch) in a move slice are few; counted as moves
+            done += after.get("setup", 0) - before.get("setup", 0) if kind == "move" else 0
+            if done and before_cpu is not None and after_cpu is not None:
+                slices.append({
+                    "kind": kind, "per_second": done / slice_seconds, "cpu_us": (after_cpu - before_cpu) / done * 1e6,
+                })
+            kind = "move" if kind == "floor" else "floor"
+        turn["floor"].set()
+        turn["move"].set()
+        return slices
+
+    tasks = [asyncio.create_task(floor_client()) for _ in range(clients)]
+    tasks += [asyncio.create_task(move_client(i)) for i in range(clients)]
+    slices = await conductor()
+    await asyncio.gather(*tasks)
+    ratios = [
+        b["cpu_us"] / a["cpu_us"] for a, b in zip(slices, slices[1:]) if a["kind"] == "floor" and b["kind"] == "move"
+    ]
+    rate_ratios = [
+        a["per_second"] / b["per_second"] for a, b in zip(slices, slices[1:]) if a["kind"] == "floor" and b["kind"] == "move"
+    ]
+    floor_cpu = [x["cpu_us"] for x in slices if x["kind"] == "floor"]
+    move_cpu = [x["cpu_us"] for x in slices if x["kind"] == "move"]
+    return {
+        "slices": len(slices),
+        "floor_per_second_median": round(statistics.median(x["per_second"] for x in slices if x["kind"] == "floor"), 1),
+        "moves_per_second_median": round(statistics.median(x["per_second"] for x in slices if x["kind"] == "move"), 1),
+        "move_cost_vs_floor_median": round(statistics.median(rate_ratios), 2) if rate_ratios else None,
+        "floor_cpu_us_median": round(statistics.median(floor_cpu), 1) if floor_cpu else None,
+        "move_cpu_us_median": round(statistics.median(move_cpu), 1) if move_cpu else None,
+        "move_cpu_vs_floor_median": round(statistics.median(ratios), 2) if ratios else None,
+        "move_cpu_vs_floor_range": [round(min(ratios), 2), round(max(ratios), 2)] if ratios else None,
+    }
+
+
 async def seats(host: str, port: int, clients: int, seconds: float, seed: int) -> dict[str, Any]:
     """Four clients per match, each one bot: awaitTurn, then submitMove."""
     move_latencies: list[float] = []
@@ -329,6 +424,10 @@ def bench_service(clients: int, seconds: float, seed: int, url: str | None, quic
         asyncio.run(floor(host, port, clients, 1.0))  # warm-up
         result["floor"] = _with_cpu(pids, lambda: asyncio.run(floor(host, port, clients, seconds)))
         result["solo"] = _with_cpu(pids, lambda: asyncio.run(solo(host, port, clients, seconds, seed)))
+        if processes:
+            result["interleaved"] = asyncio.run(
+                interleaved(host, port, clients, max(seconds, 10.0), seed + 7, processes[0].pid)
+            )
         if quick:
             result["move_cost_vs_floor"] = round(result["floor"]["per_second"] / result["solo"]["per_second"], 2)
             _cpu_ratio(result)
