@@ -147,6 +147,18 @@ def _stacked_deals(rng: random.Random, rounds: int) -> list[list[str]]:
     return deals
 
 
+async def _stacked_match(conn: HttpConnection, rng: random.Random, tokens: list[str]) -> tuple[str, Any, int]:
+    """A new 4-player match with stacked deals, every seat taken by ``tokens``: its id, a
+    local engine copy (which knows every hand) and its version."""
+    config = MatchConfig.create("WIZARD", 4, first_dealer=0, deals=_stacked_deals(rng, 15))
+    spec = {"players": 4, "firstDealer": 0, "seed": "bench", "deals": [list(r) for r in config.deals or ()]}
+    match_id = (await _gql(conn, "mutation($i: CreateMatchInput!) { createMatch(input: $i) { id } }", {"i": spec}, tokens[0]))["createMatch"]["id"]
+    version = 0
+    for s in range(4):
+        version = (await _gql(conn, "mutation($m: ID!, $s: Int) { joinMatch(matchId: $m, seat: $s) { version } }", {"m": match_id, "s": s}, tokens[s]))["joinMatch"]["version"]
+    return match_id, new_match(config, "bench"), version
+
+
 async def solo(host: str, port: int, clients: int, seconds: float, seed: int, query: str = MOVE_QUERY) -> dict[str, Any]:
     """Each client plays every seat of its own stacked match; every request is a move."""
     latencies: list[float] = []
@@ -159,13 +171,7 @@ async def solo(host: str, port: int, clients: int, seconds: float, seed: int, qu
         conn = HttpConnection(host, port)
         tokens = [await _register(conn, f"bench-{os.getpid()}-{seed}-{index}-{s}") for s in range(4)]
         while time.perf_counter() < stop:
-            config = MatchConfig.create("WIZARD", 4, first_dealer=0, deals=_stacked_deals(rng, 15))
-            local = new_match(config, "bench")
-            spec = {"players": 4, "firstDealer": 0, "seed": "bench", "deals": [list(r) for r in config.deals or ()]}
-            match_id = (await _gql(conn, "mutation($i: CreateMatchInput!) { createMatch(input: $i) { id } }", {"i": spec}, tokens[0]))["createMatch"]["id"]
-            version = 0
-            for s in range(4):
-                version = (await _gql(conn, "mutation($m: ID!, $s: Int) { joinMatch(matchId: $m, seat: $s) { version } }", {"m": match_id, "s": s}, tokens[s]))["joinMatch"]["version"]
+            match_id, local, version = await _stacked_match(conn, rng, tokens)
             while not local.is_finished and time.perf_counter() < stop:
                 seat = local.awaiting()[0]
                 move = rng.choice(local.legal_moves(seat))
@@ -212,14 +218,8 @@ async def interleaved(
         conn = HttpConnection(host, port)
         tokens = [await _register(conn, f"bench-il-{os.getpid()}-{seed}-{index}-{s}") for s in range(4)]
         while time.perf_counter() < stop:
-            config = MatchConfig.create("WIZARD", 4, first_dealer=0, deals=_stacked_deals(rng, 15))
-            local = new_match(config, "bench")
-            spec = {"players": 4, "firstDealer": 0, "seed": "bench", "deals": [list(r) for r in config.deals or ()]}
-            await turn["move"].wait()  # set-up requests are made in move slices, and not counted
-            match_id = (await _gql(conn, "mutation($i: CreateMatchInput!) { createMatch(input: $i) { id } }", {"i": spec}, tokens[0]))["createMatch"]["id"]
-            version = 0
-            for s in range(4):
-                version = (await _gql(conn, "mutation($m: ID!, $s: Int) { joinMatch(matchId: $m, seat: $s) { version } }", {"m": match_id, "s": s}, tokens[s]))["joinMatch"]["version"]
+            await turn["move"].wait()  # set-up requests are made in move slices, and counted with them
+            match_id, local, version = await _stacked_match(conn, rng, tokens)
             counts["setup"] = counts.get("setup", 0) + 5
             while not local.is_finished and time.perf_counter() < stop:
                 await turn["move"].wait()
