@@ -168,3 +168,68 @@ def test_a_closed_line_refuses_calls(redis_url: str) -> None:
             await line.run(script, ["sl:closed"], ["x"])
 
     run_with_line(redis_url, work)
+
+
+def test_after_an_idle_spell_a_slow_answer_within_the_timeout_is_waited_for(redis_url: str) -> None:
+    """The watchdog fails a call only after it has waited a whole period without an answer,
+    not because nothing was answered while the line was idle."""
+
+    async def work(client: AsyncRedis, line: ScriptLine) -> object:
+        script = client.register_script(ECHO)
+        await line.run(script, ["sl:idle-slow"], ["warm"])
+        await asyncio.sleep(0.7)  # idle through two of the watchdog's looks
+        await client.execute_command("CLIENT", "PAUSE", 150, "WRITE")
+        return await line.run(script, ["sl:idle-slow"], ["slow"])
+
+    assert run_with_line(redis_url, work, timeout=0.3)[0] == b"slow"  # type: ignore[index]
+
+
+async def silent_server() -> tuple[asyncio.Server, int]:
+    """A TCP server that accepts connections and never answers (a hung Redis, a bad proxy)."""
+
+    async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()  # until the client goes
+        writer.close()
+
+    server = await asyncio.start_server(hold, "127.0.0.1", 0)
+    return server, server.sockets[0].getsockname()[1]
+
+
+def test_a_server_that_never_answers_the_handshake_fails_every_waiting_call_in_one_timeout() -> None:
+    async def main() -> list[object]:
+        server, port = await silent_server()
+        client = AsyncRedis.from_url(f"redis://127.0.0.1:{port}/0")
+        line = ScriptLine(client, timeout=0.3)
+        script = client.register_script(ECHO)
+        try:
+            started = asyncio.get_running_loop().time()
+            outcomes = await asyncio.gather(*(line.run(script, ["k"], [i]) for i in range(5)), return_exceptions=True)
+            return [*outcomes, asyncio.get_running_loop().time() - started]
+        finally:
+            await line.close()
+            await client.aclose()
+            server.close()
+
+    *outcomes, waited = asyncio.run(main())
+    assert all(isinstance(o, (TimeoutError, RedisTimeoutError)) for o in outcomes), outcomes
+    assert waited < 1.0  # one shared attempt, not one after another
+
+
+def test_closing_while_connecting_leaves_no_line_behind() -> None:
+    async def main() -> tuple[object, object]:
+        server, port = await silent_server()
+        client = AsyncRedis.from_url(f"redis://127.0.0.1:{port}/0")
+        line = ScriptLine(client, timeout=5.0)
+        script = client.register_script(ECHO)
+        call = asyncio.ensure_future(line.run(script, ["k"], ["x"]))
+        await asyncio.sleep(0.05)  # the call is connecting
+        server.close()  # (the handshake still waits: the accepted connection stays open)
+        closing = asyncio.ensure_future(line.close())
+        outcome = (await asyncio.gather(call, return_exceptions=True))[0]
+        await closing
+        await client.aclose()
+        return outcome, line._line
+
+    outcome, left = asyncio.run(main())
+    assert isinstance(outcome, Exception)
+    assert left is None
