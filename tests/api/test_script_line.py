@@ -5,7 +5,8 @@ every failure fails only what it must, loudly, leaving the line usable."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import secrets
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TypeVar
 
 import pytest
@@ -15,9 +16,26 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from service.embedded_redis import EmbeddedRedis
 from service.redis_line import ScriptLine
 
 T = TypeVar("T")
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Redis server of this module's own: the tests pause it and close its connections,
+    which the other tests' servers (sharing the session's Redis) must not feel."""
+    server = EmbeddedRedis(tmp_path_factory.mktemp("redis-line"), appendonly=False)
+    yield server.start()
+    server.stop()
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(redis_url)
+    yield client
+    client.close()
+
 
 ECHO = "return {ARGV[1], redis.call('INCR', KEYS[1])}"
 FAIL_ODD = "if tonumber(ARGV[1]) % 2 == 1 then return redis.error_reply('odd ' .. ARGV[1]) end return ARGV[1]"
@@ -25,7 +43,8 @@ FAIL_ODD = "if tonumber(ARGV[1]) % 2 == 1 then return redis.error_reply('odd ' .
 
 def run_with_line(redis_url: str, work: Callable[[AsyncRedis, ScriptLine], Awaitable[T]], timeout: float = 10.0) -> T:
     async def main() -> T:
-        client = AsyncRedis.from_url(redis_url)
+        # named, so that the tests can find the line's connection (it takes the client's settings)
+        client = AsyncRedis.from_url(redis_url, client_name=f"sl-{secrets.token_hex(4)}")
         line = ScriptLine(client, timeout=timeout)
         try:
             return await work(client, line)
@@ -78,9 +97,10 @@ def test_a_script_the_server_forgot_is_loaded_again(redis_url: str, redis_client
 
 async def kill_line_connection(client: AsyncRedis) -> None:
     """Close the connection the line's last script ran on, from the server's side."""
+    name = client.connection_pool.connection_kwargs["client_name"]
     killed = 0
     for entry in await client.client_list():
-        if entry.get("cmd") in ("evalsha", "eval"):
+        if entry.get("name") == name and entry.get("cmd") in ("evalsha", "eval"):
             killed += await client.client_kill_filter(_id=entry["id"])
     assert killed == 1
 
