@@ -398,32 +398,55 @@ class MatchService:
                 raise Forbidden(f"you have no seat in match {match_id}")
             ids = [match_id]
         yielded: dict[str, int] = {}
+        # Each followed match is kept as of the last event read from its stream, by applying
+        # the events as ``updates`` does: a change wakes every seated bot's wait, and reading
+        # and decoding the whole match again for each of them cost more than the move itself.
+        # A match is read whole when it is new here, or when its events do not follow on.
+        followed: dict[str, LiveMatch] = {}
+        current: list[LiveMatch] = []
         while True:
-            for stored in await self.matches.load_many(ids):
+            for stored in await self.matches.load_many(ids) if ids else ():
                 if stored is None:
                     continue
-                match = stored.match
-                positions[events_key(match.id)] = stored.event_id
+                positions[events_key(stored.match.id)] = stored.event_id
+                followed[stored.match.id] = stored.match
+                current.append(stored.match)
+            for match in current:
                 seat = match.seat_of(caller.bot_id)
                 if seat in match.awaiting() and yielded.get(match.id) != match.version:
                     yielded[match.id] = match.version
                     yield match
-                if match_id is not None and match.status in (MatchStatus.FINISHED, MatchStatus.ABORTED):
-                    return
                 if match.status in (MatchStatus.FINISHED, MatchStatus.ABORTED):
+                    if match_id is not None:
+                        return
                     positions.pop(events_key(match.id), None)
+                    followed.pop(match.id, None)
             remaining = BLOCK_SLICE_MS if end is None else int((end - time.monotonic()) * 1000)
             if remaining <= 0:
                 return
             woken = await self.matches.wait_events(positions, min(remaining, BLOCK_SLICE_MS))
-            changed = set()
-            for key, eid, _event in woken:
+            reread: set[str] = set()
+            advanced: dict[str, LiveMatch] = {}
+            for key, eid, event in woken:
                 positions[key] = eid
                 if key == inbox:
-                    changed.update(await self.bots.open_matches(caller.bot_id))
-                else:
-                    changed.add(key[3:].split("}", 1)[0])
-            ids = sorted(changed)
+                    reread.update(await self.bots.open_matches(caller.bot_id))
+                    continue
+                changed_id = key[3:].split("}", 1)[0]
+                match = followed.get(changed_id)
+                if match is None or changed_id in reread or event.get("v") != match.version + 1:
+                    reread.add(changed_id)
+                    continue
+                try:
+                    match.apply_event(event)
+                except (ValueError, WizardError):  # an event this copy cannot follow: read it whole
+                    followed.pop(changed_id, None)
+                    reread.add(changed_id)
+                    continue
+                match.event_id = eid
+                advanced[changed_id] = match
+            ids = sorted(reread)
+            current = [match for changed_id, match in advanced.items() if changed_id not in reread]
 
     async def updates(self, match_id: str) -> AsyncIterator[LiveMatch]:
         """The match now, then after every change, until it ends. Followed from the event
