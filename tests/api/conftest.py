@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,11 +16,16 @@ from tests.api.arena_client import Api, Process, free_port
 from service.embedded_redis import EmbeddedRedis
 
 
-@pytest.fixture(scope="session")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    server = EmbeddedRedis(tmp_path_factory.mktemp("redis"), appendonly=False)
+def embedded_redis_url(folder: Path) -> Iterator[str]:
+    """A real Redis server (the embedded one) in ``folder``, for as long as the fixture lasts."""
+    server = EmbeddedRedis(folder, appendonly=False)
     yield server.start()
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    yield from embedded_redis_url(tmp_path_factory.mktemp("redis"))
 
 
 @pytest.fixture

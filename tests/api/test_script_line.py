@@ -15,26 +15,18 @@ from redis.asyncio import Redis as AsyncRedis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from tests.api.conftest import embedded_redis_url
 
-from service.embedded_redis import EmbeddedRedis
 from service.redis_line import ScriptLine
 
 T = TypeVar("T")
 
 @pytest.fixture(scope="module")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A Redis server of this module's own: the tests pause it and close its connections,
-    which the other tests' servers (sharing the session's Redis) must not feel."""
-    server = EmbeddedRedis(tmp_path_factory.mktemp("redis-line"), appendonly=False)
-    yield server.start()
-    server.stop()
-
-
-@pytest.fixture
-def redis_client(redis_url: str) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_url)
-    yield client
-    client.close()
+    """A Redis server of this module's own (``redis_client`` connects to it): the tests pause
+    it and close its connections, which the other tests' servers, sharing the session's
+    Redis, must not feel."""
+    yield from embedded_redis_url(tmp_path_factory.mktemp("redis-line"))
 
 
 ECHO = "return {ARGV[1], redis.call('INCR', KEYS[1])}"
