@@ -23,6 +23,8 @@ from typing import Any, TypeVar
 
 import orjson
 from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from service.live_match import LiveMatch
 from service.redis_line import ScriptLine
@@ -253,25 +255,37 @@ class MatchStore:
         elif match.ended:
             mode = "end"
             keys += [bot_matches_key(bot_id) for bot_id in sorted(match.bot_ids())]
-        answer = await self.scripts.run(
-            self._commit,
-            keys,
-            [
-                match.version - 1,
-                match.id,
-                match.state.to_bytes(),
-                match.live_json(),
-                orjson.dumps(event),
-                deadline,
-                record,
-                "1" if match.ended else "",
-                match.event_id or "",
-                mode,
-            ],
-        )
+        event_json = orjson.dumps(event)
+        args = [
+            match.version - 1, match.id, match.state.to_bytes(), match.live_json(), event_json, deadline, record,
+            "1" if match.ended else "", match.event_id or "", mode,
+        ]
+        try:
+            answer = await self.scripts.run(self._commit, keys, args)
+        except (RedisConnectionError, RedisTimeoutError):
+            # The connection failed with the commit on it: it may have run, its answer lost.
+            # If the match's latest event is this one, at this version, it did.
+            if await self._landed(match, event_json):
+                return True
+            raise
         if answer[0] != 1:
             return False
         match.event_id = answer[2]
+        return True
+
+    async def _landed(self, match: LiveMatch, event_json: bytes) -> bool:
+        """Whether the match stored is at ``match.version`` with ``event_json`` as its latest
+        event (and if so, note the event's id); False also when Redis cannot tell."""
+        try:
+            version, event_id = await self.redis.hmget(match_key(match.id), ("version", "eid"))
+            if version is None or int(version) != match.version or event_id is None:
+                return False
+            rows = await self.redis.xrange(events_key(match.id), event_id, event_id)
+        except (RedisConnectionError, RedisTimeoutError):
+            return False
+        if not rows or rows[0][1].get(b"e") != event_json:
+            return False
+        match.event_id = event_id
         return True
 
     async def record(self, match_id: str) -> bytes | None:

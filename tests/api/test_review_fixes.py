@@ -28,6 +28,7 @@ import httpx
 import pytest
 import redis
 from redis.asyncio import Redis as AsyncRedis
+from redis.exceptions import ConnectionError as RedisConnectionError
 from tests.api.arena_client import first_legal, wait_until
 from tests.api.ws_client import GraphQLWS
 from tests.conftest import stacked
@@ -349,6 +350,60 @@ def test_commits_keep_the_bots_open_matches_in_the_same_script(redis_url, redis_
             await client.zrem(UNSETTLED, match.id)  # nobody settles this test's match
         finally:
             await scripts.close()
+            await client.aclose()
+
+    run(work)
+
+
+class AnswerLost(ScriptLine):
+    """Runs each script, then fails as a connection lost before the answer arrived would."""
+
+    async def run(self, script: Any, keys: list[Any], args: list[Any]) -> Any:
+        await super().run(script, keys, args)
+        raise RedisConnectionError("the connection was lost before the answer (injected)")
+
+
+class NeverSent(ScriptLine):
+    """Fails each script as a connection lost before the command reached Redis would."""
+
+    async def run(self, script: Any, keys: list[Any], args: list[Any]) -> Any:
+        raise RedisConnectionError("the connection was lost before the command was sent (injected)")
+
+
+def test_a_commit_whose_answer_was_lost_is_found_applied(redis_url, redis_client):
+    """A connection that fails with a commit in flight leaves it unknown whether it ran:
+    the store then reads the match's latest event, and a commit that ran is a success."""
+    match = live_match(ruleset="WIZARD_JUNIOR")
+
+    async def work() -> None:
+        client = AsyncRedis.from_url(redis_url)
+        scripts, lossy, dead = ScriptLine(client), AnswerLost(client), NeverSent(client)
+        store = MatchStore(client, scripts)
+        try:
+            assert await store.create(match)
+            for seat, holder in enumerate([house(0), house(1), house(2)]):
+                assert await MatchStore(client, lossy).commit(match, match.join(seat, holder, now_ms()))
+                version, event_id = redis_client.hmget(match_key(match.id), "version", "eid")
+                assert int(version) == match.version and event_id == match.event_id
+            # never sent: an error, and nothing changed
+            before = redis_client.hmget(match_key(match.id), "version", "eid")
+            seat, action = first_action(match)
+            trial = match.copy()
+            trial_event = trial.play(seat, action, "bot", now_ms())
+            with pytest.raises(RedisConnectionError):
+                await MatchStore(client, dead).commit(trial, trial_event)
+            assert redis_client.hmget(match_key(match.id), "version", "eid") == before
+            # another change won meanwhile, making the version this one would have: not ours
+            winner = match.copy()
+            assert await store.commit(winner, winner.play(seat, action, "timeout", now_ms()))
+            assert winner.version == trial.version
+            with pytest.raises(RedisConnectionError):
+                await MatchStore(client, dead).commit(trial, trial_event)
+        finally:
+            await client.execute_command("DEL", match_key(match.id), events_key(match.id))
+            await client.zrem(DEADLINES, match.id)
+            for line in (scripts, lossy, dead):
+                await line.close()
             await client.aclose()
 
     run(work)
