@@ -3,9 +3,9 @@ spectator's), so the API can show nothing the engine would not."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import Enum
-from collections.abc import Mapping
 from functools import cached_property
 from typing import Any
 
