@@ -45,6 +45,8 @@ from redis.maint_notifications import MaintNotificationsConfig
 
 #: answers that fail their own call only (redis-py raises LOADING as a connection error)
 _CALL_ERRORS = (ResponseError, BusyLoadingError)
+#: why a call fails once the line is closed
+_CLOSED = "the Redis connection is closed (the service is shutting down)"
 
 
 class _Line:
@@ -78,6 +80,7 @@ class ScriptLine:
     def __init__(self, redis: Redis, timeout: float = 10.0) -> None:
         self._redis = redis
         self._timeout = timeout
+        #: the line in use; a line that breaks is dropped from here at once
         self._line: _Line | None = None
         #: the connection being opened, shared by every call that needs it meanwhile
         self._opening: asyncio.Task[_Line] | None = None
@@ -94,7 +97,7 @@ class ScriptLine:
 
     async def _call(self, packed: bytes) -> Any:
         line = self._line
-        if line is None or line.broken is not None:
+        if line is None:
             line = await self._connect()
         answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         line.outbox.append(packed)
@@ -109,7 +112,7 @@ class ScriptLine:
 
     async def _connect(self) -> _Line:
         if self._closed:
-            raise RedisConnectionError("the Redis connection is closed (the service is shutting down)")
+            raise RedisConnectionError(_CLOSED)
         opening = self._opening
         if opening is None or opening.done():
             # a task of the line's own: a caller that goes away does not cut the handshake
@@ -117,12 +120,15 @@ class ScriptLine:
             opening = self._opening = asyncio.ensure_future(self._open())
             opening.add_done_callback(lambda done: done.cancelled() or done.exception())
         try:
-            return await asyncio.shield(opening)
+            line = await asyncio.shield(opening)
         except asyncio.CancelledError:
             caller = asyncio.current_task()
             if opening.cancelled() and (caller is None or not caller.cancelling()):  # closed meanwhile
-                raise RedisConnectionError("the Redis connection is closed (the service is shutting down)") from None
+                raise RedisConnectionError(_CLOSED) from None
             raise
+        if line.broken is not None:  # it broke before this caller resumed: nothing would answer
+            raise line.broken
+        return line
 
     async def _open(self) -> _Line:
         pool = self._redis.connection_pool
@@ -140,7 +146,7 @@ class ScriptLine:
             async with asyncio.timeout(self._timeout):  # the handshake's reads too
                 await connection.connect()
             if self._closed:
-                raise RedisConnectionError("the Redis connection is closed (the service is shutting down)")
+                raise RedisConnectionError(_CLOSED)
         except BaseException:
             await connection.disconnect(nowait=True)
             raise
@@ -207,7 +213,7 @@ class ScriptLine:
         if line.broken is not None:
             return None
         if isinstance(error, asyncio.CancelledError):
-            error = RedisConnectionError("the Redis connection was closed")
+            error = RedisConnectionError(_CLOSED)
         elif not isinstance(error, (RedisConnectionError, RedisTimeoutError)):
             error = RedisConnectionError(f"lost the Redis connection: {error!r}")
         line.broken = error
@@ -234,5 +240,5 @@ class ScriptLine:
         line, self._line = self._line, None
         if line is None:
             return
-        closing = self._break(line, RedisConnectionError("the Redis connection was closed"))
+        closing = self._break(line, RedisConnectionError(_CLOSED))
         await asyncio.gather(*line.tasks, *([closing] if closing else []), return_exceptions=True)
