@@ -145,13 +145,12 @@ def state_to_bytes(state: MatchState) -> bytes:
     # The service writes this with every move: built from a few lists of small ints, each
     # made into bytes once, rather than from a byte array grown piece by piece.
     n = state._n
-    none = _NONE
     small = [
         state._round, state._dealer, state._first_dealer, _PHASE_INDEX[state._phase],
         _opt(state._to_act), _opt(state._trump_card), _opt(state._trump_suit),
         _opt(state._leader), state._lead, state._win_pos,
     ]
-    seats = [none if b is None or b == NO_SEAT else b for b in state._bids]
+    seats = [_opt(b) for b in state._bids]
     seats += state._tricks
     trick = state._trick
     done = state._done
