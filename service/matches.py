@@ -24,14 +24,15 @@ from wizard import HOUSE_BOTS, MatchConfig, Move, WizardError, fallback_move, ne
 from service.errors import BadInput, Forbidden, LimitExceeded, MatchNotActive, NotFound, ServiceError, StaleVersion
 from service.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder
 from service.settings import Settings
-from service.store import BotStore, MatchStore, Stored, bot_inbox_key, events_key, now_ms
+from service.feed import RESYNC, EventFeed, Watch
+from service.store import BotStore, MatchEvent, MatchStore, Seated, Stored, bot_channel, match_channel, now_ms
 
 log = logging.getLogger("wizard_arena.matches")
 
 #: How often a change that lost the compare-and-set is decided again before giving up.
 COMMIT_ATTEMPTS = 50
-#: Longest single blocking read of the event streams (waits loop over it).
-BLOCK_SLICE_MS = 5_000
+#: Longest single wait for the feed (waits without an end loop over it).
+WAIT_SLICE_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,17 +84,36 @@ class RecentSnapshots:
         self._by_id.pop(match_id, None)
 
 
+def _awaits(match: LiveMatch, caller: Caller) -> bool:
+    """Whether the caller has a move to make in ``match`` now."""
+    return match.seat_of(caller.bot_id) in match.awaiting()
+
+
+def _applied(match: LiveMatch, item: MatchEvent) -> bool:
+    """Apply a followed event to the copy in hand; False (the copy spoilt: read it whole) when
+    this copy cannot follow it."""
+    try:
+        match.apply_event(item.event)
+    except (ValueError, WizardError):
+        return False
+    match.event_id = item.event_id
+    return True
+
+
 class MatchService:
     def __init__(
         self,
         matches: MatchStore,
         bots: BotStore,
         settings: Settings,
+        feed: EventFeed,
         on_change: Callable[[LiveMatch, dict[str, Any]], None] | None = None,
     ) -> None:
         self.matches = matches
         self.bots = bots
         self.settings = settings
+        #: what the waiting of this process follows matches through
+        self.feed = feed
         self._on_change = on_change
         self._house_tasks: set[asyncio.Task[None]] = set()
         self._recent = RecentSnapshots(settings.snapshot_cache_size)
@@ -103,9 +123,13 @@ class MatchService:
     async def get(self, match_id: str) -> LiveMatch:
         return (await self._load(match_id)).match
 
-    async def _load(self, match_id: str) -> Stored:
+    @staticmethod
+    def _check_id(match_id: object) -> None:
         if not isinstance(match_id, str) or not 0 < len(match_id) <= 64:
             raise NotFound(f"no match with id {match_id!r}")
+
+    async def _load(self, match_id: str) -> Stored:
+        self._check_id(match_id)
         stored = await self.matches.load(match_id)
         if stored is None:
             raise NotFound(f"no match with id {match_id!r}: check the id (matchId from createMatch)")
@@ -381,87 +405,107 @@ class MatchService:
 
     async def my_turns(self, caller: Caller) -> AsyncIterator[LiveMatch]:
         """Each match where the caller now has to move, once per version; runs until closed."""
-        while True:
-            async for match in self._turns(caller, None, None):
-                yield match
+        async for match in self._turns(caller, None, None):
+            yield match
 
     async def _turns(self, caller: Caller, match_id: str | None, end: float | None) -> AsyncIterator[LiveMatch]:
-        """Matches where the caller must move, each version at most once, until ``end``."""
-        inbox = bot_inbox_key(caller.bot_id)
-        positions: dict[str, bytes] = {}
-        if match_id is None:
-            positions[inbox] = await self.bots.inbox_position(caller.bot_id)
-            ids = await self.bots.open_matches(caller.bot_id)
-        else:
-            stored = await self._load(match_id)
-            if stored.match.seat_of(caller.bot_id) is None:
-                raise Forbidden(f"you have no seat in match {match_id}")
-            ids = [match_id]
-        yielded: dict[str, int] = {}
-        # Each followed match is kept as of the last event read from its stream, by applying
-        # the events as ``updates`` does: a change wakes every seated bot's wait, and reading
-        # and decoding the whole match again for each of them cost more than the move itself.
-        # A match is read whole when it is new here, or when its events do not follow on.
-        followed: dict[str, LiveMatch] = {}
-        current: list[LiveMatch] = []
-        while True:
-            for stored in await self.matches.load_many(ids) if ids else ():
-                if stored is None:
-                    continue
-                positions[events_key(stored.match.id)] = stored.event_id
-                followed[stored.match.id] = stored.match
-                current.append(stored.match)
-            for match in current:
-                seat = match.seat_of(caller.bot_id)
-                if seat in match.awaiting() and yielded.get(match.id) != match.version:
-                    yielded[match.id] = match.version
-                    yield match
-                if match.status in (MatchStatus.FINISHED, MatchStatus.ABORTED):
-                    if match_id is not None:
-                        return
-                    positions.pop(events_key(match.id), None)
-                    followed.pop(match.id, None)
-            remaining = BLOCK_SLICE_MS if end is None else int((end - time.monotonic()) * 1000)
-            if remaining <= 0:
-                return
-            woken = await self.matches.wait_events(positions, min(remaining, BLOCK_SLICE_MS))
-            reread: set[str] = set()
-            advanced: dict[str, LiveMatch] = {}
-            for key, eid, event in woken:
-                positions[key] = eid
-                if key == inbox:
-                    reread.update(await self.bots.open_matches(caller.bot_id))
-                    continue
-                changed_id = key[3:].split("}", 1)[0]
-                match = followed.get(changed_id)
-                if match is None or changed_id in reread or event.get("v") != match.version + 1:
-                    reread.add(changed_id)
-                    continue
-                try:
-                    match.apply_event(event)
-                except (ValueError, WizardError):  # an event this copy cannot follow: read it whole
-                    followed.pop(changed_id, None)
-                    reread.add(changed_id)
-                    continue
-                match.event_id = eid
-                advanced[changed_id] = match
-            ids = sorted(reread)
-            current = [match for changed_id, match in advanced.items() if changed_id not in reread]
+        """Matches where the caller must move, each version at most once, until ``end``.
 
-    async def updates(self, match_id: str) -> AsyncIterator[LiveMatch]:
-        """The match now, then after every change, until it ends. Followed from the event
-        stream: each event is applied to a private copy, so no version is skipped."""
-        stored = await self._load(match_id)
-        match, position = stored.match, stored.event_id
-        yield match
-        while match.status not in (MatchStatus.FINISHED, MatchStatus.ABORTED):
-            for _key, eid, event in await self.matches.wait_events({events_key(match_id): position}, BLOCK_SLICE_MS):
-                position = eid
-                if event["v"] != match.version + 1:  # cannot happen with one writer order; resync
-                    match = (await self._load(match_id)).match
-                else:
-                    match.apply_event(event)
-                yield match
+        The matches are followed through the process's feed (:mod:`service.feed`): each event
+        is applied to the copy in hand, since a change wakes every seated bot's wait, and
+        reading and decoding the whole match again for each of them cost more than the move
+        itself. A match is read whole when it is new here, when its events do not follow on,
+        and after the feed lost its connection."""
+        with self.feed.watch(caller.bot_id) as watch:
+            followed: dict[str, LiveMatch] = {}
+            to_read: set[str] = set()
+            changed: list[str] = []
+            if match_id is None:
+                await watch.follow(bot_channel(caller.bot_id))  # then read: no seat taken later is missed
+                to_read.update(await self.bots.open_matches(caller.bot_id))
+            else:
+                stored = await self._follow_and_load(watch, match_id)
+                if stored.match.seat_of(caller.bot_id) is None:
+                    watch.unfollow(match_channel(match_id), linger=False)
+                    raise Forbidden(f"you have no seat in match {match_id}")
+                followed[match_id] = stored.match
+                changed.append(match_id)
+            yielded: dict[str, int] = {}
+            while True:
+                if to_read:
+                    ids = sorted(to_read)
+                    to_read.clear()
+                    await watch.follow(*(match_channel(i) for i in ids))
+                    for stored in await self.matches.load_many(ids):
+                        if stored is not None and stored.match.seat_of(caller.bot_id) is not None:
+                            followed[stored.match.id] = stored.match
+                            changed.append(stored.match.id)
+                for changed_id in dict.fromkeys(changed):
+                    match = followed[changed_id]
+                    if _awaits(match, caller) and yielded.get(changed_id) != match.version:
+                        yielded[changed_id] = match.version
+                        yield match
+                    if match.ended:
+                        if match_id is not None:
+                            return
+                        del followed[changed_id]
+                        watch.unfollow(match_channel(changed_id))
+                changed.clear()
+                remaining = WAIT_SLICE_S if end is None else end - time.monotonic()
+                if remaining <= 0:
+                    return
+                for item in await watch.next(min(remaining, WAIT_SLICE_S)):
+                    if item is RESYNC:  # the feed lost messages: read everything again
+                        await watch.ready()
+                        to_read.update(followed)
+                        if match_id is None:
+                            to_read.update(await self.bots.open_matches(caller.bot_id))
+                    elif isinstance(item, Seated):
+                        to_read.add(item.match_id)
+                    elif isinstance(item, MatchEvent):
+                        match = followed.get(item.match_id)
+                        if match is None or item.match_id in to_read or item.version <= match.version:
+                            continue  # read whole anyway, or already applied
+                        if item.version != match.version + 1 or not _applied(match, item):
+                            to_read.add(item.match_id)
+                            continue
+                        changed.append(item.match_id)
+
+    async def _follow_and_load(self, watch: Watch, match_id: str) -> Stored:
+        """Follow a match, then read it (in this order: no later change is missed). An
+        unknown match is not followed on."""
+        self._check_id(match_id)
+        await watch.follow(match_channel(match_id))
+        try:
+            return await self._load(match_id)
+        except NotFound:
+            watch.unfollow(match_channel(match_id), linger=False)
+            raise
+
+    async def updates(self, match_id: str, owner: str) -> AsyncIterator[LiveMatch]:
+        """The match now, then after every change, until it ends. Followed through the feed:
+        each event is applied to a private copy, so no version is skipped (after the feed lost
+        its connection, the missed events are read from the match's stream)."""
+        with self.feed.watch(owner) as watch:
+            match = (await self._follow_and_load(watch, match_id)).match
+            yield match
+            while not match.ended:
+                for item in await watch.next(WAIT_SLICE_S):
+                    if item is RESYNC:
+                        await watch.ready()
+                        missed = await self.matches.events_after(match_id, match.event_id)
+                    elif isinstance(item, MatchEvent) and item.version > match.version:
+                        missed = [item]
+                    else:
+                        continue
+                    for event in missed:
+                        if event.version <= match.version:
+                            continue
+                        if event.version != match.version + 1 or not _applied(match, event):
+                            match = (await self._load(match_id)).match  # cannot follow on: read it whole
+                        yield match
+                        if match.ended:
+                            return
 
     async def drain(self) -> None:
         """Wait until the house bots started by this process have made their moves."""

@@ -9,11 +9,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from redis import Redis as SyncRedis
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from rq import Queue
 
 from service.bots import BotService
-from service.matches import BLOCK_SLICE_MS, MatchService
+from service.feed import EventFeed
+from service.matches import MatchService
 from service.metrics import Metrics
 from service.redis_line import ScriptLine
 from service.settings import Settings
@@ -23,6 +24,10 @@ from service.tournaments import TournamentService
 
 #: the RQ queue the API and the workers' clocks put jobs on, and the workers run
 JOB_QUEUE = "default"
+#: longest a request waits for a free pooled Redis connection
+POOL_WAIT_SECONDS = 10.0
+#: longest a Redis command may take to answer (no command of the service blocks)
+COMMAND_TIMEOUT_SECONDS = 10.0
 
 
 @dataclass
@@ -42,16 +47,19 @@ class Services:
     def open(cls, settings: Settings, metrics: Metrics | None = None) -> Services:
         if not settings.redis_url:
             raise RuntimeError("REDIS_URL is not set (wizard-arena up starts an embedded Redis and sets it)")
-        # redis-py's default read timeout (5 s) would cut short the blocking stream reads
-        # (up to BLOCK_SLICE_MS) that awaitTurn and the subscriptions wait in.
-        redis = Redis.from_url(
-            settings.redis_url, decode_responses=False, health_check_interval=30,
-            socket_timeout=BLOCK_SLICE_MS / 1000 + 10,
+        # A bounded pool: requests beyond it wait their turn for a connection (up to
+        # POOL_WAIT_SECONDS) instead of failing with "Too many connections". Nothing holds a
+        # pooled connection for long: waiting goes through the feed's connection.
+        pool = BlockingConnectionPool.from_url(
+            settings.redis_url, max_connections=settings.redis_pool_size, timeout=POOL_WAIT_SECONDS,
+            health_check_interval=30, socket_timeout=COMMAND_TIMEOUT_SECONDS,
         )
+        redis = Redis(connection_pool=pool, decode_responses=False)
         metrics = metrics or Metrics()
         scripts = ScriptLine(redis)
         bot_store = BotStore(redis, scripts)
-        matches = MatchService(MatchStore(redis, scripts), bot_store, settings, on_change=metrics.on_change)
+        feed = EventFeed(redis, settings.max_waits_per_client)
+        matches = MatchService(MatchStore(redis, scripts), bot_store, settings, feed, on_change=metrics.on_change)
         services = cls(
             settings, redis, scripts, BotService(bot_store, settings), matches, metrics,
             TournamentService(redis, matches, settings), RatingStore(redis),
@@ -89,6 +97,7 @@ class Services:
 
     async def close(self) -> None:
         await self.matches.close()
+        await self.matches.feed.close()
         await self.scripts.close()
         await self.redis.aclose()
         if self._queue is not None:

@@ -46,9 +46,27 @@ class Settings(BaseSettings):
     max_query_depth: int = Field(default=10, ge=1)
     max_aliases: int = Field(default=30, ge=1)
     max_tokens: int = Field(default=4_000, ge=10, description="GraphQL tokens in one document")
+    max_query_cost: int = Field(
+        default=20_000, ge=100,
+        description="most fields one operation's answer may hold, each list counted at its bound",
+    )
+    max_fragment_depth: int = Field(default=16, ge=1, description="deepest nesting of fragment spreads")
+    max_repeated_fields: int = Field(
+        default=16, ge=1, description="most times one response name may be selected in one selection set"
+    )
     bot_name_max_length: int = Field(default=40, ge=1)
     ws_init_timeout_seconds: float = Field(default=5.0, gt=0, description="time to send connection_init")
     ws_max_operations: int = Field(default=20, ge=1, description="subscriptions at once per WebSocket")
+    max_waits_per_client: int = Field(
+        default=250, ge=1,
+        description="waits (awaitTurn, GET /api/turns) and subscriptions open at once in one API process, per bot "
+        "token, or per client address for requests without a token",
+    )
+    redis_pool_size: int = Field(
+        default=64, ge=2,
+        description="Redis connections an API process or worker opens at most for its requests (beyond them, "
+        "requests wait for a free one); waiting takes none of them",
+    )
     open_matches_per_bot: int = Field(default=200, ge=1, description="unfinished matches a bot may sit in at once")
     snapshot_cache_size: int = Field(
         default=4096, ge=0, description="matches whose last snapshot a process keeps as a guess (0: off)"

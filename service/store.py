@@ -4,22 +4,23 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
 - ``{m:<id>}:match``   hash: version, settings (JSON), state (engine bytes), live (JSON),
   eid (id of the match's latest event), record (JSON, once finished)
 - ``{m:<id>}:events``  stream: one entry per change, ``v`` (version) and ``e`` (event JSON);
-  the match's event log and replay source, and what wakes waiters in every API process
+  the match's event log and replay source
+- ``{m:<id>}:wake``    pub/sub channel: each event as it is committed, ``<version>|<event id>|<event
+  JSON>``; what wakes the waiters of every API process (``service.feed``)
 - ``deadlines``        sorted set: match id by deadline (ms), swept by the workers
 - ``{b:<id>}:bot``     hash: name, created; ``botname:<casefolded name>`` -> bot id
 - ``{t:<sha256>}:bot`` the bot a token hash belongs to (tokens themselves are never stored)
 - ``{b:<id>}:matches`` set: matches the bot sits in that have not ended
-- ``{b:<id>}:inbox``   stream: a wake-up when the bot is seated in a new match
+- ``{b:<id>}:wake``    pub/sub channel: a match's id when the bot is seated in it
 - ``{t:<sha256>}:rate`` a token's request bucket
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import orjson
 from redis.asyncio import Redis
@@ -33,17 +34,17 @@ DEADLINES = "deadlines"
 #: Ended matches not yet settled (ratings, tournament standings), by when they ended.
 UNSETTLED = "matches:unsettled"
 
-T = TypeVar("T")
-
 # Commit one event: compare the version (and the id of the latest event, so that a snapshot
 # guessed from before a Redis failover cannot pass for the current one), append the event,
-# store the new snapshot, move the deadline, keep the bots' lists of open matches, and put a
-# match that ends into the settlement queue (ratings, tournaments): all at once, so none of
-# it can be missed. Returns {1, version, event id} on success, {0, current} when the match
-# moved on, {-1, 0} when there is no such match.
-# KEYS: match, events, deadlines, unsettled, then per bot: its open matches (and, for a
-# join, its inbox). ARGV: expected version, match id, state, live, event, deadline or '',
-# record or '', '1' if the match ends, expected event id or '', 'join' | 'end' | ''.
+# store the new snapshot, publish the event to the processes that follow the match (see
+# service.feed), move the deadline, keep the bots' lists of open matches (and tell a bot
+# that joined), and put a match that ends into the settlement queue (ratings, tournaments):
+# all at once, so none of it can be missed. Returns {1, version, event id} on success,
+# {0, current} when the match moved on, {-1, 0} when there is no such match.
+# KEYS: match, events, deadlines, unsettled, then per bot: its open matches.
+# ARGV: expected version, match id, state, live, event, deadline or '', record or '', '1' if
+# the match ends, expected event id or '', 'join' | 'end' | ''.
+# Channels are named after the keys: {m:<id>}:wake for a match, {b:<id>}:wake for a bot.
 COMMIT_EVENT = """
 local current = redis.call('HGET', KEYS[1], 'version')
 if not current then return {-1, 0} end
@@ -53,6 +54,7 @@ if ARGV[9] ~= '' and redis.call('HGET', KEYS[1], 'eid') ~= ARGV[9] then return {
 local version = current + 1
 local eid = redis.call('XADD', KEYS[2], '*', 'v', version, 'e', ARGV[5])
 redis.call('HSET', KEYS[1], 'version', version, 'state', ARGV[3], 'live', ARGV[4], 'eid', eid)
+redis.call('PUBLISH', string.sub(KEYS[1], 1, -6) .. 'wake', version .. '|' .. eid .. '|' .. ARGV[5])
 if ARGV[6] == '' then
   redis.call('ZREM', KEYS[3], ARGV[2])
 else
@@ -67,7 +69,7 @@ if ARGV[8] == '1' then
 end
 if ARGV[10] == 'join' then
   redis.call('SADD', KEYS[5], ARGV[2])
-  redis.call('XADD', KEYS[6], 'MAXLEN', '~', 64, '*', 'm', ARGV[2])
+  redis.call('PUBLISH', string.sub(KEYS[5], 1, -8) .. 'wake', ARGV[2])
 elseif ARGV[10] == 'end' then
   for i = 5, #KEYS do redis.call('SREM', KEYS[i], ARGV[2]) end
 end
@@ -76,7 +78,8 @@ return {1, version, eid}
 
 # Create a match with its first events (a tournament's match is created with every seat
 # taken), unless it exists: deterministic ids make creating a tournament round idempotent.
-# KEYS: match, events, deadlines, then (open matches, inbox) per seated bot.
+# Each seated bot's open matches gain it, and the bot is told on its channel.
+# KEYS: match, events, deadlines, then the open matches of each seated bot.
 # ARGV: id, version, settings, state, live, deadline or '', sealed or '', then the events.
 CREATE_MATCH = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
@@ -88,9 +91,9 @@ redis.call('HSET', KEYS[1], 'version', ARGV[2], 'settings', ARGV[3], 'state', AR
   'eid', '0-' .. count)
 if ARGV[6] ~= '' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[1]) end
 if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'sealed', ARGV[7]) end
-for i = 4, #KEYS, 2 do
+for i = 4, #KEYS do
   redis.call('SADD', KEYS[i], ARGV[1])
-  redis.call('XADD', KEYS[i + 1], 'MAXLEN', '~', 64, '*', 'm', ARGV[1])
+  redis.call('PUBLISH', string.sub(KEYS[i], 1, -8) .. 'wake', ARGV[1])
 end
 return 1
 """
@@ -158,6 +161,16 @@ def events_key(match_id: str) -> str:
     return f"{{m:{match_id}}}:events"
 
 
+def match_channel(match_id: str) -> bytes:
+    """The pub/sub channel the commit script publishes a match's events on (named after its keys)."""
+    return f"{{m:{match_id}}}:wake".encode()
+
+
+def bot_channel(bot_id: str) -> bytes:
+    """The pub/sub channel the commit script names the matches a bot is seated in on."""
+    return f"{{b:{bot_id}}}:wake".encode()
+
+
 def bot_key(bot_id: str) -> str:
     return f"{{b:{bot_id}}}:bot"
 
@@ -166,12 +179,48 @@ def bot_matches_key(bot_id: str) -> str:
     return f"{{b:{bot_id}}}:matches"
 
 
-def bot_inbox_key(bot_id: str) -> str:
-    return f"{{b:{bot_id}}}:inbox"
-
-
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+class MatchEvent:
+    """One event of a match: as read from its stream, or as published with its commit."""
+
+    __slots__ = ("match_id", "version", "event_id", "event")
+
+    def __init__(self, match_id: str, version: int, event_id: bytes, event: dict[str, Any]) -> None:
+        self.match_id = match_id
+        self.version = version
+        self.event_id = event_id
+        self.event = event
+
+
+class Seated:
+    """A bot took a seat in a match (its own join, or a tournament's match made with it)."""
+
+    __slots__ = ("bot_id", "match_id")
+
+    def __init__(self, bot_id: str, match_id: str) -> None:
+        self.bot_id = bot_id
+        self.match_id = match_id
+
+
+def decode_published(channel: bytes, data: bytes) -> MatchEvent | Seated | None:
+    """A message as the scripts publish it on a match's or a bot's channel (None for one
+    this code cannot read)."""
+    try:
+        tag, _, _ = channel.partition(b"}")
+        kind, owner = tag[1:].decode().split(":", 1)
+        if kind == "m":
+            version, event_id, event = data.split(b"|", 2)
+            decoded = orjson.loads(event)
+            decoded["v"] = int(version)
+            return MatchEvent(owner, int(version), event_id, decoded)
+        if kind == "b":
+            return Seated(owner, data.decode())
+    except (ValueError, orjson.JSONDecodeError):
+        pass
+    return None
 
 
 class Stored:
@@ -202,8 +251,7 @@ class MatchStore:
         match with its id exists."""
         deadline = "" if match.deadline_ms is None else str(match.deadline_ms)
         keys = [match_key(match.id), events_key(match.id), DEADLINES]
-        for bot_id in sorted(match.bot_ids()):
-            keys += [bot_matches_key(bot_id), bot_inbox_key(bot_id)]
+        keys += [bot_matches_key(bot_id) for bot_id in sorted(match.bot_ids())]
         created = await self._create(
             keys=keys,
             args=[
@@ -251,7 +299,7 @@ class MatchStore:
         mode = ""
         if event["t"] == "join" and not event["bot"].get("house"):
             mode = "join"
-            keys += [bot_matches_key(event["bot"]["id"]), bot_inbox_key(event["bot"]["id"])]
+            keys.append(bot_matches_key(event["bot"]["id"]))
         elif match.ended:
             mode = "end"
             keys += [bot_matches_key(bot_id) for bot_id in sorted(match.bot_ids())]
@@ -291,19 +339,14 @@ class MatchStore:
     async def record(self, match_id: str) -> bytes | None:
         return await self.redis.hget(match_key(match_id), "record")
 
-    async def wait_events(self, positions: dict[str, bytes], block_ms: int) -> list[tuple[str, bytes, dict[str, Any]]]:
-        """Block up to ``block_ms`` until any of the given streams (key -> last seen id)
-        grows; the new entries as (stream key, id, event). A match's stream holds events; a
-        bot's inbox holds wake-ups (``{"m": match id}``), given as they are."""
-        if block_ms <= 0:
-            return []
-        answer = await _cancellable(lambda: self.redis.xread(positions, block=block_ms))  # type: ignore[arg-type]
+    async def events_after(self, match_id: str, event_id: bytes | None) -> list[MatchEvent]:
+        """The match's events after ``event_id`` (all of them for None), oldest first."""
+        rows = await self.redis.xrange(events_key(match_id), b"(" + event_id if event_id else "-", "+")
         out = []
-        for stream, rows in answer or ():
-            key = stream.decode() if isinstance(stream, bytes) else stream
-            for eid, fields in rows:
-                entry = _decode_event(fields) if b"e" in fields else {k.decode(): v.decode() for k, v in fields.items()}
-                out.append((key, eid, entry))
+        for eid, fields in rows:
+            event = orjson.loads(fields[b"e"])
+            event["v"] = version = int(fields[b"v"])
+            out.append(MatchEvent(match_id, version, eid, event))
         return out
 
     async def set_deadline(self, match_id: str, deadline_ms: int | None) -> None:
@@ -319,33 +362,6 @@ class MatchStore:
     async def next_deadline(self) -> int | None:
         rows = await self.redis.zrange(DEADLINES, 0, 0, withscores=True)
         return int(rows[0][1]) if rows else None
-
-
-async def _cancellable(command: Callable[[], Awaitable[T]]) -> T:
-    """Await a blocking Redis command so that a cancel of the caller takes effect at once.
-
-    redis-py sends each command through ``asyncio.wait_for``, which on Python 3.11 swallows
-    a cancel that lands just as the send completes: a waiter whose client went away would
-    wait on, slice after slice, for as long as its match stays quiet (holding a Redis
-    connection, and the server's shutdown). So the command runs as a task of its own: the
-    caller stops waiting at once and cancels it (at worst it ends with its block); and a
-    cancel swallowed by an earlier command of the caller is honoured here."""
-    current = asyncio.current_task()
-    if current is not None and current.cancelling():
-        raise asyncio.CancelledError
-    task = asyncio.ensure_future(command())
-    task.add_done_callback(lambda done: done.cancelled() or done.exception())
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        task.cancel()
-        raise
-
-
-def _decode_event(fields: dict[bytes, bytes]) -> dict[str, Any]:
-    event = orjson.loads(fields[b"e"])
-    event["v"] = int(fields[b"v"])
-    return event
 
 
 class BotStore:
@@ -398,9 +414,6 @@ class BotStore:
     async def count_open_matches(self, bot_id: str) -> int:
         return int(await self.redis.scard(bot_matches_key(bot_id)))
 
-    async def inbox_position(self, bot_id: str) -> bytes:
-        rows = await self.redis.xrevrange(bot_inbox_key(bot_id), count=1)
-        return rows[0][0] if rows else b"0-0"
 
 
 
@@ -535,5 +548,6 @@ class RatingStore:
             for i, (bot_id, (_, score)) in enumerate(zip(ids, rows, strict=True))
         ]
 
-    async def history(self, bot_id: str, ruleset: str) -> list[dict[str, Any]]:
-        return [json.loads(r) for r in await self.redis.lrange(history_key(bot_id, ruleset), 0, -1)]
+    async def history(self, bot_id: str, ruleset: str, last: int) -> list[dict[str, Any]]:
+        """The latest ``last`` points of a bot's rating history, oldest first."""
+        return [json.loads(r) for r in await self.redis.lrange(history_key(bot_id, ruleset), -last, -1)]

@@ -25,7 +25,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from service.errors import BadInput, Forbidden, MatchNotActive, NotFound
+from service.errors import BadInput, Forbidden, LimitExceeded, MatchNotActive, NotFound
 from service.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder
 from service.matches import Caller, MatchService
 from service.pairing import placement_points, rotation, round_robin_round, swiss_round
@@ -37,6 +37,8 @@ from wizard import HOUSE_BOTS, MatchConfig
 log = logging.getLogger("wizard_arena.tournaments")
 
 FORMATS = ("ROUND_ROBIN", "SWISS", "ARENA")
+#: entrants of one tournament at most (bots and house bots)
+MAX_ENTRANTS = 512
 ACTIVE = "tournaments:active"
 FILL_KIND = "HEURISTIC"
 
@@ -233,8 +235,8 @@ class TournamentService:
             raise BadInput("startsAt is in the past: leave it out to start now")
         if starts > now_ms() + 366 * 86_400_000:
             raise BadInput("startsAt is more than a year ahead: schedule it nearer the time")
-        if len(bot_ids) + len(house) > 512:
-            raise BadInput("at most 512 entrants")
+        if len(bot_ids) + len(house) > MAX_ENTRANTS:
+            raise LimitExceeded(f"a tournament takes at most {MAX_ENTRANTS} entrants")
         entrants: list[dict[str, Any]] = []
         if bot_ids:
             found = await self.bots.get_many(bot_ids)
@@ -272,6 +274,8 @@ class TournamentService:
                 raise MatchNotActive(f"tournament {tid} is {t.status}: entrants may join only before it starts")
             if any(e["id"] == caller.bot_id for e in t.entrants):
                 return t
+            if len(t.entrants) >= MAX_ENTRANTS:
+                raise LimitExceeded(f"tournament {tid} is full: it takes at most {MAX_ENTRANTS} entrants")
             entrants = [*t.entrants, {"id": caller.bot_id, "name": caller.name, "house": None}]
             if await self.store.set_entrants(tid, t.entrants, entrants):
                 t.entrants = entrants

@@ -39,6 +39,14 @@ class RequestContext:
             self._caller = await self.services.bots.authenticate(token)
         return self._caller
 
+    def waiter(self, caller: Caller | None) -> str:
+        """Whom an open wait counts against (``Settings.max_waits_per_client``): the bot, or
+        for a request without a token, the client's address."""
+        if caller is not None:
+            return caller.bot_id
+        client = getattr(self.request, "client", None)
+        return f"address:{client.host if client is not None else 'unknown'}"
+
     async def caller(self) -> Caller:
         caller = await self.optional_caller()
         if caller is None:

@@ -24,10 +24,10 @@ _SUGGESTION = re.compile(r" ?Did you mean [^?]*\?")
 
 
 def _is_limit(message: str) -> bool:
+    """graphql-core's own limits (the parser's token count and nesting, introspection depth)."""
     return (
-        "exceeds maximum operation depth" in message
-        or "aliases found. Allowed" in message
-        or ("Document contains more than" in message and "tokens" in message)
+        ("Document contains more than" in message and "tokens" in message)
+        or "Document is nested too deeply" in message
         or "Maximum introspection depth exceeded" in message
     )
 
@@ -39,8 +39,10 @@ def coded_error(error: GraphQLError) -> GraphQLError:
         original = RuntimeError(error.message)
     elif original is None or isinstance(original, GraphQLError):
         code = "LIMIT_EXCEEDED" if _is_limit(error.message) else "BAD_INPUT"
-        if original is not None and original.extensions and "code" in original.extensions:
-            code = original.extensions["code"]
+        for coded in (original, error):  # a code given where the error was made stands
+            if coded is not None and coded.extensions and "code" in coded.extensions:
+                code = coded.extensions["code"]
+                break
         return GraphQLError(_SUGGESTION.sub("", error.message), error.nodes, error.source, error.positions,
                             error.path, extensions={**(error.extensions or {}), "code": code})
     mapped = service_error(original)  # type: ignore[arg-type]

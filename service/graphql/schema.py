@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import strawberry
-from graphql import DocumentNode, GraphQLError, parse
-from strawberry.extensions import (
-    AddValidationRules,
-    MaxAliasesLimiter,
-    MaxTokensLimiter,
-    QueryDepthLimiter,
-    SchemaExtension,
-)
+from graphql import GraphQLError
+from strawberry.extensions import MaxTokensLimiter
 from strawberry.schema.config import StrawberryConfig
-from strawberry.schema.schema import validate_document
 from strawberry.types import ExecutionContext, ExecutionResult, Info
 from strawberry.types.graphql import OperationType
 
 from service.errors import BadInput, NotFound
 from service.graphql.tournament_types import (
+    LEADERBOARD,
     CreateTournamentInput,
     LeaderboardEntry,
     RatingMethod,
@@ -30,7 +23,9 @@ from service.graphql.tournament_types import (
     tournament_type,
 )
 from service.graphql.context import RequestContext
+from service.graphql.documents import DocumentCache, Documents
 from service.graphql.errors import ErrorCodes
+from service.graphql.limits import DocumentMeter, Limits
 from service.graphql.types import (
     Bot,
     BotRegistration,
@@ -104,12 +99,17 @@ class Query:
         except NotFound:
             return None
 
-    @strawberry.field(description="Bots by rating, highest first (method: which rating; default ELO).")
+    @strawberry.field(
+        description="Bots by rating, highest first (method: which rating; default ELO).",
+        metadata=LEADERBOARD.metadata(),
+    )
     async def leaderboard(
-        self, info: Ctx, ruleset: Ruleset, first: int = 50, offset: int = 0, method: RatingMethod = RatingMethod["ELO"]  # type: ignore[valid-type]
+        self, info: Ctx, ruleset: Ruleset, first: int = LEADERBOARD.default, offset: int = 0,  # type: ignore[valid-type, assignment]
+        method: RatingMethod = RatingMethod["ELO"],  # type: ignore[valid-type]
     ) -> list[LeaderboardEntry]:
-        if not 1 <= first <= 500 or not 0 <= offset <= 1_000_000:
-            raise BadInput("first must be from 1 to 500 and offset from 0")
+        LEADERBOARD.check(first)
+        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= 1_000_000:
+            raise BadInput(f"offset must be from 0 to 1000000, not {offset!r}")
         rows = await info.context.services.ratings.leaderboard(ruleset.value, method.value, first, offset)
         return [
             LeaderboardEntry(
@@ -210,7 +210,7 @@ class Subscription:
     @strawberry.subscription(description="The subscriber's view now and after every change; ends with the match.")
     async def match_updates(self, info: Ctx, match_id: strawberry.ID) -> AsyncGenerator[Match, None]:
         caller = await info.context.optional_caller()
-        async for live in info.context.services.matches.updates(str(match_id)):
+        async for live in info.context.services.matches.updates(str(match_id), info.context.waiter(caller)):
             yield _for(live, caller)
 
     @strawberry.subscription(description="The bot's view of any match where it now has to move.")
@@ -218,68 +218,6 @@ class Subscription:
         caller = await info.context.caller()
         async for live in info.context.services.matches.my_turns(caller):
             yield _for(live, caller)
-
-
-class DocumentCache(SchemaExtension):
-    """Parsing and validation, cached together by the query's text.
-
-    strawberry's ParserCache and ValidationCache key their caches by the text and by the
-    parsed document: the second key hashes the whole syntax tree on every request (for a
-    submitMove, dozens of node hashes, more than its validation cost to look up). Here a
-    document is looked up once by its text, and its validation result (for the schema's
-    rules, the same on every request) kept beside it.
-
-    A document that does not parse is left to strawberry's own parse: its syntax error (or
-    the token limit's) then reaches ``ErrorCodes`` like every other error."""
-
-    def __init__(self, documents: OrderedDict[tuple[Any, ...], _Document], maxsize: int) -> None:
-        super().__init__()
-        self._documents = documents
-        self._maxsize = maxsize
-        self._document: _Document | None = None
-
-    def on_parse(self) -> Iterator[None]:
-        context = self.execution_context
-        key = (context.query, *context.parse_options.items())
-        documents = self._documents
-        document = documents.get(key)
-        if document is None and context.query is not None:
-            try:
-                document = _Document(parse(context.query, **context.parse_options))
-            except GraphQLError:
-                pass  # parsed again, and refused, inside strawberry's error handling
-            else:
-                documents[key] = document
-                if len(documents) > self._maxsize:
-                    documents.popitem(last=False)
-        elif document is not None:
-            documents.move_to_end(key)
-        if document is not None:
-            context.graphql_document = document.ast
-            self._document = document
-        yield
-
-    def on_validate(self) -> Iterator[None]:
-        context = self.execution_context
-        document = self._document
-        if document is not None and context.graphql_document is document.ast:
-            rules = tuple(context.validation_rules)
-            if document.rules != rules:
-                document.errors = validate_document(context.schema._schema, document.ast, rules)
-                document.rules = rules
-            context.pre_execution_errors = document.errors
-        yield
-
-
-class _Document:
-    """A parsed document and its validation errors under ``rules``."""
-
-    __slots__ = ("ast", "rules", "errors")
-
-    def __init__(self, ast: DocumentNode) -> None:
-        self.ast = ast
-        self.rules: tuple[Any, ...] | None = None
-        self.errors: list[GraphQLError] = []
 
 
 class ArenaSchema(strawberry.Schema):
@@ -296,14 +234,8 @@ class ArenaSchema(strawberry.Schema):
 
 
 def build_schema(settings: Settings) -> strawberry.Schema:
-    # The limiters' rules are built once: each QueryDepthLimiter or MaxAliasesLimiter makes a
-    # rule class of its own, and a new class per request would miss the validation cache.
-    documents: OrderedDict[tuple[Any, ...], _Document] = OrderedDict()
-    limits = [
-        *QueryDepthLimiter(max_depth=settings.max_query_depth).validation_rules,
-        *MaxAliasesLimiter(max_alias_count=settings.max_aliases).validation_rules,
-    ]
-    return ArenaSchema(
+    documents = Documents(maxsize=512)
+    schema = ArenaSchema(
         query=Query,
         mutation=Mutation,
         subscription=Subscription,
@@ -312,11 +244,21 @@ def build_schema(settings: Settings) -> strawberry.Schema:
         # shared by concurrent requests would see another request's execution context).
         extensions=[
             lambda: MaxTokensLimiter(max_token_count=settings.max_tokens),
-            lambda: AddValidationRules(limits),
-            lambda: DocumentCache(documents, maxsize=512),
+            lambda: DocumentCache(documents),
             ErrorCodes,
         ],
     )
+    documents.meter = DocumentMeter(
+        schema._schema,
+        Limits(
+            max_depth=settings.max_query_depth,
+            max_aliases=settings.max_aliases,
+            max_cost=settings.max_query_cost,
+            max_fragment_depth=settings.max_fragment_depth,
+            max_repeats=settings.max_repeated_fields,
+        ),
+    )
+    return schema
 
 
 def schema_sdl() -> str:

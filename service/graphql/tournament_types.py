@@ -8,10 +8,17 @@ from enum import Enum
 import strawberry
 from strawberry.types import Info
 
+from service.errors import BadInput
+
 from service.graphql.context import RequestContext
+from service.graphql.limits import ListBound
 from service.graphql.types import Bot, HouseBotKind, Match, Ruleset, Variant, _datetime, match_type
-from service.tournaments import FORMATS, Tournament as DomainTournament
+from service.tournaments import FORMATS, MAX_ENTRANTS, Tournament as DomainTournament
 from wizard import Ruleset as EngineRuleset
+
+#: ``Tournament.matches(first:)``, and ``leaderboard(first:)``
+TOURNAMENT_MATCHES = ListBound(1_000, argument="first", default=200)
+LEADERBOARD = ListBound(500, argument="first", default=50)
 
 TournamentFormat = strawberry.enum(Enum("TournamentFormat", {f: f for f in FORMATS}), name="TournamentFormat")  # type: ignore[misc]
 TournamentStatus = strawberry.enum(
@@ -53,14 +60,23 @@ class Tournament:
     duplicate: bool
     status: TournamentStatus  # type: ignore[valid-type]
     created_by: strawberry.ID
-    entrants: list[Bot]
-    standings: list[Standing]
+    entrants: list[Bot] = strawberry.field(metadata=ListBound(MAX_ENTRANTS).metadata())
+    standings: list[Standing] = strawberry.field(metadata=ListBound(MAX_ENTRANTS).metadata())
     match_ids: strawberry.Private[list[str]]
 
-    @strawberry.field(description="The tournament's matches, oldest first, as the caller may see them.")
-    async def matches(self, info: Info[RequestContext, None]) -> list[Match]:
+    @strawberry.field(
+        description="The tournament's matches, oldest first, as the caller may see them: `first` of them "
+        f"(default {TOURNAMENT_MATCHES.default}, at most {TOURNAMENT_MATCHES.size}) from `offset`.",
+        metadata=TOURNAMENT_MATCHES.metadata(),
+    )
+    async def matches(
+        self, info: Info[RequestContext, None], first: int = TOURNAMENT_MATCHES.default, offset: int = 0  # type: ignore[assignment]
+    ) -> list[Match]:
+        TOURNAMENT_MATCHES.check(first)
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise BadInput(f"offset must be 0 or more, not {offset!r}")
         caller = await info.context.optional_caller()
-        stored = await info.context.services.matches.matches.load_many(self.match_ids)
+        stored = await info.context.services.matches.matches.load_many(self.match_ids[offset : offset + first])
         return [
             match_type(s.match, s.match.seat_of(caller.bot_id) if caller else None) for s in stored if s is not None
         ]

@@ -14,6 +14,7 @@ from strawberry.types import Info
 from strawberry.types.arguments import InputContext
 
 from service.graphql.context import RequestContext
+from service.graphql.limits import ListBound
 from service.live_match import LiveMatch
 from service.live_match import MatchStatus as DomainMatchStatus
 from wizard import HOUSE_BOTS, MatchView
@@ -21,6 +22,16 @@ from wizard import Phase as EnginePhase
 from wizard import Ruleset as EngineRuleset
 from wizard import Suit as EngineSuit
 from wizard import Variant as EngineVariant
+from wizard.rules import RULESETS, SINGLE_SUIT_EXTRA_CARDS, SINGLE_SUIT_ROUNDS
+
+# What the rules allow at most, for the bounds of the lists a Match holds (the query cost).
+MAX_PLAYERS = max(p for info in RULESETS.values() for p in info.rounds_by_players)
+MAX_ROUNDS = max(SINGLE_SUIT_ROUNDS, *(r for info in RULESETS.values() for r in info.rounds_by_players.values()))
+MAX_HAND = max(MAX_ROUNDS, SINGLE_SUIT_ROUNDS + SINGLE_SUIT_EXTRA_CARDS)
+#: a seat's moves at once: a bid from 0 to its hand size (more than its cards, or the suits)
+MAX_LEGAL_MOVES = MAX_HAND + 1
+#: ``Bot.ratingHistory(last:)``
+RATING_HISTORY = ListBound(10_000, argument="last", default=1_000)
 
 Ruleset = strawberry.enum(EngineRuleset, name="Ruleset", description="The rule texts a match follows (RULES.md).")
 Variant = strawberry.enum(EngineVariant, name="Variant", description="Optional rules (RULES.md).")
@@ -46,14 +57,23 @@ class Bot:
     id: strawberry.ID
     name: str
 
-    @strawberry.field(description="Elo ratings per ruleset; empty until the bot has played a rated match.")
+    @strawberry.field(
+        description="Elo ratings per ruleset; empty until the bot has played a rated match.",
+        metadata=ListBound(len(EngineRuleset)).metadata(),
+    )
     async def ratings(self, info: Info[RequestContext, None]) -> list[Rating]:
         rows = await info.context.services.ratings_of(str(self.id))
         return [Rating(ruleset=EngineRuleset(r["ruleset"]), rating=r["rating"], games=r["games"]) for r in rows]
 
-    @strawberry.field(description="The Elo rating after each rated match, oldest first.")
-    async def rating_history(self, info: Info[RequestContext, None], ruleset: Ruleset) -> list[RatingPoint]:  # type: ignore[valid-type]
-        rows = await info.context.services.ratings.history(str(self.id), ruleset.value)
+    @strawberry.field(
+        description="The Elo rating after each rated match, oldest first: the latest `last` of them "
+        f"(default {RATING_HISTORY.default}, at most {RATING_HISTORY.size}).",
+        metadata=RATING_HISTORY.metadata(),
+    )
+    async def rating_history(
+        self, info: Info[RequestContext, None], ruleset: Ruleset, last: int = RATING_HISTORY.default  # type: ignore[valid-type, assignment]
+    ) -> list[RatingPoint]:
+        rows = await info.context.services.ratings.history(str(self.id), ruleset.value, RATING_HISTORY.check(last))
         return [RatingPoint(rating=r["rating"], match_id=strawberry.ID(r["matchId"]), at=_datetime(r["at"])) for r in rows]  # type: ignore[arg-type]
 
 
@@ -86,7 +106,7 @@ class Play:
 @strawberry.type
 class Trick:
     leader: int
-    plays: list[Play]
+    plays: list[Play] = strawberry.field(metadata=ListBound(MAX_PLAYERS).metadata())
     winner: int
 
 
@@ -101,7 +121,7 @@ class SeatResult:
 @strawberry.type
 class RoundResult:
     round: int
-    seats: list[SeatResult]
+    seats: list[SeatResult] = strawberry.field(metadata=ListBound(MAX_PLAYERS).metadata())
 
 
 @strawberry.type
@@ -142,12 +162,12 @@ class Match:
     created_at: datetime
     my_seat: int | None
     hand: list[str] | None
-    legal_moves: list[Move]
-    seats: list[Seat]
-    current_trick: list[Play]
-    completed_tricks: list[Trick]
+    legal_moves: list[Move] = strawberry.field(metadata=ListBound(MAX_LEGAL_MOVES).metadata())
+    seats: list[Seat] = strawberry.field(metadata=ListBound(MAX_PLAYERS).metadata())
+    current_trick: list[Play] = strawberry.field(metadata=ListBound(MAX_PLAYERS).metadata())
+    completed_tricks: list[Trick] = strawberry.field(metadata=ListBound(MAX_HAND).metadata())
     last_trick: Trick | None
-    round_results: list[RoundResult]
+    round_results: list[RoundResult] = strawberry.field(metadata=ListBound(MAX_ROUNDS).metadata())
     winners: list[int] | None
     moves_made: int
     seed_hash: str = strawberry.field(description="SHA-256 (hex) of the seed, published at the start.")

@@ -205,3 +205,10 @@ def wait_until(probe: Callable[[], T], what: str, timeout: float = 20.0, every: 
         if time.monotonic() > end:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}; last: {value!r}")
         time.sleep(every)  # a bounded poll of state another process changes
+
+
+def wait_for_subscription(redis_client: Any, channel: bytes, timeout: float = 10.0) -> None:
+    """Until an API process has subscribed to ``channel`` (``service.store.match_channel`` or
+    ``bot_channel``): a waiter subscribes before it reads, so a change after this reaches it.
+    Redis offers no event for this, so it is polled, briefly and bounded."""
+    wait_until(lambda: redis_client.pubsub_numsub(channel)[0][1] > 0, f"a subscription to {channel!r}", timeout, 0.005)

@@ -8,14 +8,14 @@ import hashlib
 import json
 import os
 import threading
-import time
 from collections.abc import Sequence
 from typing import Any
 
 import httpx
-from tests.api.arena_client import MATCH_FIELDS, Frozen, first_legal
+from tests.api.arena_client import MATCH_FIELDS, Frozen, first_legal, wait_for_subscription
 from tests.conftest import stacked
 
+from service.store import bot_channel
 from wizard import MatchRecord
 
 CREATE = "mutation($i: CreateMatchInput!) { createMatch(input: $i) { id version } }"
@@ -351,14 +351,9 @@ def test_turns_wakes_when_it_becomes_your_turn(api):
     assert view["legalMoves"] == [{"bid": 0, "card": None, "trump": None}, {"bid": 1, "card": None, "trump": None}]
 
 
-def blocked_readers(redis_client: Any) -> int:
-    return sum(1 for c in redis_client.client_list() if c.get("cmd") == "xread")
-
-
 def test_turns_without_a_match_wakes_when_the_caller_is_seated_in_a_new_one(api, redis_client):
-    me, _ = api.register()
+    me, my_id = api.register()
     others = [api.register()[0] for _ in range(2)]
-    readers = blocked_readers(redis_client)
     answers: list[Any] = []
 
     def poll() -> None:
@@ -367,11 +362,9 @@ def test_turns_without_a_match_wakes_when_the_caller_is_seated_in_a_new_one(api,
 
     waiter = threading.Thread(target=poll)
     waiter.start()
-    # wait until the long-poll blocks in Redis (it has no match yet), so that the new seat
-    # must wake it: no sleeping, the server's blocked read is the event
-    end = time.monotonic() + 10
-    while blocked_readers(redis_client) <= readers and time.monotonic() < end:
-        pass
+    # wait until the long-poll follows the bot (it has no match yet), so that the new seat
+    # must wake it: no sleeping, the server's subscription is the event
+    wait_for_subscription(redis_client, bot_channel(my_id))
     match_id = api.data(CREATE, {"i": {"players": 3, "deals": DEALS, "firstDealer": 0}}, me)["createMatch"]["id"]
     api.join(others[0], match_id, 1)
     api.join(others[1], match_id, 2)

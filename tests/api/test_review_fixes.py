@@ -5,7 +5,7 @@
 3. createTournament's startsAt: out-of-range times are BAD_INPUT, a time without a zone is UTC;
 4. over one WebSocket every operation takes a request from the token's rate bucket;
 5. concurrent joinTournament calls are all kept;
-6. the bots' open-match sets (and inboxes) are written by the same script as the match;
+6. the bots' open-match sets are written (and the bots told) by the same script as the match;
 7. a commit whose expected event id is not the stored one is refused, even at the right version;
 8. settle() leaves a tournament match queued while another run holds the tournament's lock;
 9. a round's tables are stored all at once, and a table stored earlier wins;
@@ -42,7 +42,7 @@ from service.store import (
     DEADLINES,
     UNSETTLED,
     MatchStore,
-    bot_inbox_key,
+    bot_channel,
     bot_matches_key,
     events_key,
     match_key,
@@ -64,6 +64,33 @@ AWAIT = "query($m: ID!) { awaitTurn(matchId: $m, timeoutMs: 10000) { status vers
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+class Listener:
+    """A real pub/sub subscriber to some channels, subscribed (confirmed) when made, so that
+    it hears everything published after."""
+
+    def __init__(self, client: redis.Redis, *channels: bytes) -> None:
+        self.pubsub = client.pubsub()
+        self.pubsub.subscribe(*channels)
+        confirmed = 0
+        while confirmed < len(channels):
+            message = self.pubsub.get_message(timeout=5)
+            assert message is not None, "the subscription was not confirmed"
+            confirmed += message["type"] == "subscribe"
+
+    def heard(self, count: int) -> list[tuple[bytes, bytes]]:
+        """The next ``count`` messages, (channel, data) each."""
+        out = []
+        while len(out) < count:
+            message = self.pubsub.get_message(timeout=5)
+            assert message is not None, f"heard {out}, expected {count} messages"
+            if message["type"] == "message":
+                out.append((message["channel"], message["data"]))
+        return out
+
+    def close(self) -> None:
+        self.pubsub.close()
 
 
 def run(work: Callable[[], Awaitable[T]]) -> T:
@@ -295,11 +322,11 @@ def test_join_match_notes_the_match_for_the_bot_and_its_end_removes_it(api, redi
     match_id = api.create_match(token, players=3, ruleset="WIZARD_JUNIOR", moveTimeoutMs=60_000)
     api.add_house_bot(token, match_id, "RANDOM")
     api.add_house_bot(token, match_id, "RANDOM")
-    inbox_before = redis_client.xlen(bot_inbox_key(bot_id))
+    listener = Listener(redis_client, bot_channel(bot_id))
     api.join(token, match_id)
     assert redis_client.sismember(bot_matches_key(bot_id), match_id)
-    assert redis_client.xlen(bot_inbox_key(bot_id)) == inbox_before + 1
-    assert redis_client.xrevrange(bot_inbox_key(bot_id), count=1)[0][1] == {b"m": match_id.encode()}
+    assert listener.heard(1) == [(bot_channel(bot_id), match_id.encode())]  # the bot is told
+    listener.close()
 
     while True:  # play the bot's moves until the match is over
         turn = api.data(AWAIT, {"m": match_id}, token)["awaitTurn"]
@@ -317,9 +344,10 @@ def test_join_match_notes_the_match_for_the_bot_and_its_end_removes_it(api, redi
 
 
 def test_commits_keep_the_bots_open_matches_in_the_same_script(redis_url, redis_client):
-    """MatchStore alone (no MatchService bookkeeping around it) keeps the sets and inboxes."""
+    """MatchStore alone (no MatchService bookkeeping around it) keeps the sets and tells the bots."""
     alice, bob = f"rf-a-{secrets.token_hex(4)}", f"rf-b-{secrets.token_hex(4)}"
     match = live_match(ruleset="WIZARD_JUNIOR")
+    listener = Listener(redis_client, bot_channel(alice), bot_channel(bob))
 
     async def work() -> None:
         client = AsyncRedis.from_url(redis_url)
@@ -330,10 +358,10 @@ def test_commits_keep_the_bots_open_matches_in_the_same_script(redis_url, redis_
             for seat, holder in enumerate([SeatHolder(alice, "Alice"), house(1), SeatHolder(bob, "Bob")]):
                 event = match.join(seat, holder, now_ms())
                 assert await store.commit(match, event)
-                if holder.house is None:  # a registered bot's join: noted, and its inbox woken
+                if holder.house is None:  # a registered bot's join: noted, and the bot told
                     assert await client.sismember(bot_matches_key(holder.id), match.id)
-                    rows = await client.xrange(bot_inbox_key(holder.id))
-                    assert [fields for _, fields in rows] == [{b"m": match.id.encode()}]
+                    assert listener.heard(1) == [(bot_channel(holder.id), match.id.encode())]
+            listener.close()
             assert not await client.sismember(bot_matches_key("house-random"), match.id)
             while True:
                 seat, action = first_action(match)
@@ -425,19 +453,22 @@ def test_a_match_created_with_seats_taken_is_noted_for_its_bots(redis_url, redis
             await scripts.close()
             await client.aclose()
 
+    listener = Listener(redis_client, bot_channel(alice), bot_channel(bob))
     run(work)
     try:
+        assert sorted(listener.heard(2)) == sorted((bot_channel(b), match.id.encode()) for b in (alice, bob))
+        listener.close()
         for bot_id in (alice, bob):
             assert redis_client.smembers(bot_matches_key(bot_id)) == {match.id.encode()}
-            assert [f for _, f in redis_client.xrange(bot_inbox_key(bot_id))] == [{b"m": match.id.encode()}]
         assert not redis_client.sismember(bot_matches_key("house-random"), match.id)
     finally:
         redis_client.zrem(DEADLINES, match.id)  # nobody will play it
 
 
-def test_a_tournament_match_is_in_each_seated_bots_open_matches_and_inbox(api, services, redis_client):
+def test_a_tournament_match_is_in_each_seated_bots_open_matches_and_the_bots_are_told(api, services, redis_client):
     bots = [api.register() for _ in range(3)]
     creator = Caller(bots[0][1], "creator")
+    listener = Listener(redis_client, *(bot_channel(bot_id) for _, bot_id in bots))
 
     async def work() -> str:
         tournaments = services.tournaments
@@ -453,8 +484,9 @@ def test_a_tournament_match_is_in_each_seated_bots_open_matches_and_inbox(api, s
             assert stored.match.bot_ids() == {bot_id for _, bot_id in bots}
             for _, bot_id in bots:
                 assert await services.redis.sismember(bot_matches_key(bot_id), match_id)
-                rows = await services.redis.xrevrange(bot_inbox_key(bot_id), count=1)
-                assert rows and rows[0][1] == {b"m": match_id.encode()}
+            told = sorted(listener.heard(3))
+            assert told == sorted((bot_channel(bot_id), match_id.encode()) for _, bot_id in bots)
+            listener.close()
             # tidy up: the match aborted (which ends it for every bot), the tournament cancelled
             match = stored.match
             assert await services.matches.matches.commit(match, match.abort("test over"))

@@ -10,8 +10,10 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.api.arena_client import first_legal
+from tests.api.arena_client import first_legal, wait_for_subscription
 from tests.api.ws_client import GraphQLWS, play_along
+
+from service.store import bot_channel, match_channel
 
 VIEW = "id version status phase awaiting toAct mySeat hand legalMoves { bid card trump }"
 AWAIT_TURN = "query($m: ID, $t: Int) { awaitTurn(matchId: $m, timeoutMs: $t) { " + VIEW + " } }"
@@ -22,20 +24,6 @@ POLL_MS = 20_000
 def other_api(start_api: Any) -> Any:
     """A second API process on the same Redis as ``api``."""
     return start_api()
-
-
-def blocked_stream_readers(redis_client: Any) -> set[str]:
-    """Redis clients blocked in XREAD now: the waiters of every API process."""
-    return {c["id"] for c in redis_client.client_list() if c.get("cmd") == "xread" and "b" in c.get("flags", "")}
-
-
-def wait_for_new_reader(redis_client: Any, before: set[str], timeout: float = 10) -> None:
-    """Until a client not blocked in XREAD before is (the long poll just started waiting).
-    Redis offers no event for this, so it is polled, briefly and bounded."""
-    end = time.monotonic() + timeout
-    while not blocked_stream_readers(redis_client) - before:
-        assert time.monotonic() < end, "the long poll never started waiting"
-        time.sleep(0.01)
 
 
 class Background:
@@ -98,14 +86,13 @@ def test_match_updates_on_one_process_sees_every_move_made_through_the_other(api
 
 def test_await_turn_on_one_process_wakes_for_a_move_made_on_the_other(api, other_api, redis_client):
     match_id, tokens = three_bots(api)
-    before = blocked_stream_readers(redis_client)
     started = time.monotonic()
     with httpx.Client(base_url=api.base, timeout=60) as http:
         poll = Background(lambda: http.post(
             "/graphql", json={"query": AWAIT_TURN, "variables": {"m": match_id, "t": POLL_MS}},
             headers={"Authorization": f"Bearer {tokens[2]}"},
         ).json())
-        wait_for_new_reader(redis_client, before)  # seat 2's poll waits in the first process
+        wait_for_subscription(redis_client, match_channel(match_id))  # seat 2's poll waits in the first process
         moved = other_api.submit(tokens[1], match_id, {"bid": 0})
         assert not moved.get("errors"), moved
         moved_at = time.monotonic()
@@ -122,14 +109,13 @@ def test_await_turn_on_one_process_wakes_for_a_move_made_on_the_other(api, other
 def test_get_api_turns_on_one_process_wakes_for_a_move_made_on_the_other(api, other_api, redis_client):
     match_id, tokens = three_bots(other_api)
     assert not api.submit(tokens[1], match_id, {"bid": 1}).get("errors")  # now seat 2, then seat 0
-    before = blocked_stream_readers(redis_client)
     started = time.monotonic()
     with httpx.Client(base_url=other_api.base, timeout=60) as http:
         poll = Background(lambda: http.get(
             "/api/turns", params={"matchId": match_id, "timeoutMs": POLL_MS},
             headers={"Authorization": f"Bearer {tokens[0]}"},
         ))
-        wait_for_new_reader(redis_client, before)  # seat 0's poll waits in the second process
+        wait_for_subscription(redis_client, match_channel(match_id))  # seat 0's poll waits in the second process
         moved = api.submit(tokens[2], match_id, {"bid": 0})
         assert not moved.get("errors"), moved
         response = poll.result(timeout=POLL_MS / 1000)
@@ -167,18 +153,17 @@ def test_my_turns_on_one_process_sees_a_match_joined_through_the_other(api, othe
 
 
 def test_await_turn_in_any_match_wakes_when_the_bot_joins_a_match_on_the_other(api, other_api, redis_client):
-    token, _ = api.register()
+    token, bot_id = api.register()
     match_id = other_api.create_match(token, players=3, ruleset="WIZARD_JUNIOR", moveTimeoutMs=60_000)
     for _ in range(2):
         other_api.add_house_bot(token, match_id, "RANDOM")
-    before = blocked_stream_readers(redis_client)
     started = time.monotonic()
     with httpx.Client(base_url=api.base, timeout=60) as http:
         poll = Background(lambda: http.post(
             "/graphql", json={"query": AWAIT_TURN, "variables": {"m": None, "t": POLL_MS}},
             headers={"Authorization": f"Bearer {token}"},
         ).json())
-        wait_for_new_reader(redis_client, before)  # waiting on the bot's matches (none yet)
+        wait_for_subscription(redis_client, bot_channel(bot_id))  # waiting on the bot's matches (none yet)
         seat = other_api.join(token, match_id)["mySeat"]  # the last seat: the match starts
         answer = poll.result(timeout=POLL_MS / 1000)
     assert not answer.get("errors"), answer

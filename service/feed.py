@@ -1,0 +1,457 @@
+"""The process's one feed of what happens in Redis, shared by everything that waits in it.
+
+Waiting (``awaitTurn``, ``GET /api/turns``, ``myTurns``, ``matchUpdates``) used to block on
+the match's event stream with a Redis connection of its own per waiter: a few hundred waiters
+exhausted the pool, and every woken waiter read and decoded the match again. Now the script
+that commits an event also publishes it (``service.store.COMMIT_EVENT``): on the match's
+channel, ``<version>|<event id>|<event JSON>``, and when a bot takes a seat, the match's id on
+the bot's channel. Each API process subscribes, over one connection of its own, to the
+channels its waiters follow, and hands each message to exactly the waiters that follow that
+channel, decoded once; a waiter applies the event to its copy of the match. A waiter costs no
+connection and no task, only its place in a few sets.
+
+Pub/sub forgets what nobody heard, so waiters keep to two rules, and then miss nothing:
+- **follow, then read.** :meth:`Watch.follow` returns once Redis has confirmed the
+  subscription; whatever a waiter reads after that, every later change reaches it. (A change
+  it has already read may reach it too: events carry their version, and a waiter skips what
+  it has.)
+- **after a gap, read again.** When the connection is lost, every watch is told
+  (:data:`RESYNC`); the feed reconnects and subscribes again, and a waiter that was told waits
+  for that (:meth:`Watch.follow` again) and reads what it follows anew. A Redis restart that
+  lost writes is covered the same way.
+
+A channel nobody follows any more stays subscribed for ``linger`` seconds (a bot long-polling
+``awaitTurn`` leaves and comes back on every move), then is unsubscribed.
+
+The connection is redis-py's own ``Connection`` (TLS, unix sockets, passwords alike), read
+all the time by one task; a PING every ``ping_interval`` seconds, answered within
+``timeout``, proves it alive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import random
+import time
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+from hiredis import pack_command
+from redis.asyncio import Redis
+from redis.asyncio.connection import AbstractConnection
+from redis.maint_notifications import MaintNotificationsConfig
+
+from service.errors import LimitExceeded
+from service.store import MatchEvent, Seated, bot_channel, decode_published, match_channel
+
+
+log = logging.getLogger("wizard_arena.feed")
+
+#: told to a watch that may have missed messages: follow again, then read anew
+RESYNC = ("resync",)
+
+
+class FeedUnavailable(ConnectionError):
+    """The feed could not subscribe in time (Redis unreachable)."""
+
+
+class _Channel:
+    __slots__ = ("name", "watches", "subscribed", "confirmed", "idle_since", "leaving")
+
+    def __init__(self, name: bytes) -> None:
+        self.name = name
+        self.watches: set[Watch] = set()
+        #: whether Redis has confirmed the subscription on the current connection
+        self.subscribed = False
+        #: resolved when it is (a new future for every subscription asked for)
+        self.confirmed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.idle_since = time.monotonic()
+        #: an UNSUBSCRIBE was sent and not yet confirmed
+        self.leaving = False
+
+
+class Watch:
+    """One waiter's view of the feed: the channels it follows and what arrived on them."""
+
+    __slots__ = ("_feed", "owner", "_channels", "_inbox", "_wake", "_closed")
+
+    def __init__(self, feed: EventFeed, owner: str) -> None:
+        self._feed = feed
+        self.owner = owner
+        self._channels: set[bytes] = set()
+        self._inbox: deque[MatchEvent | Seated | tuple[str]] = deque()
+        self._wake: asyncio.Future[None] | None = None
+        self._closed = False
+
+    async def follow(self, *channels: bytes) -> None:
+        """Follow ``channels`` (besides those followed already): returns once Redis has
+        confirmed every one, so that what is read after it misses no later change."""
+        new = [c for c in channels if c not in self._channels]
+        self._channels.update(new)
+        await self._feed._follow(self, new)
+
+    async def ready(self) -> None:
+        """Wait until every channel followed is subscribed (again, after a lost connection)."""
+        await self._feed._follow(self, list(self._channels))
+
+    def unfollow(self, channel: bytes, linger: bool = True) -> None:
+        """Stop following ``channel``; without ``linger`` (a channel followed by mistake: an
+        unknown match), it is unsubscribed at once if nobody else follows it."""
+        if channel in self._channels:
+            self._channels.discard(channel)
+            self._feed._unfollow(self, channel, linger)
+
+    async def next(self, timeout: float) -> list[MatchEvent | Seated | tuple[str]]:
+        """What arrived since the last call, waiting up to ``timeout`` s for something (an
+        empty list when nothing came)."""
+        _honour_cancel()
+        if not self._inbox and timeout > 0:
+            loop = asyncio.get_running_loop()
+            wake = self._wake = loop.create_future()
+            timer = loop.call_later(timeout, _settle, wake)
+            try:
+                await wake
+            finally:
+                timer.cancel()
+                self._wake = None
+        items = list(self._inbox)
+        self._inbox.clear()
+        return items
+
+    def _push(self, item: MatchEvent | Seated | tuple[str]) -> None:
+        if self._closed:
+            return
+        if item is RESYNC:  # what was queued is superseded by reading anew
+            self._inbox.clear()
+        self._inbox.append(item)
+        wake = self._wake
+        if wake is not None and not wake.done():
+            wake.set_result(None)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._feed._close_watch(self)
+
+    def __enter__(self) -> Watch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class EventFeed:
+    """Subscribes, over one connection, to the channels this process's watches follow."""
+
+    def __init__(
+        self,
+        redis: Redis,
+        max_watches_per_owner: int,
+        *,
+        linger: float = 30.0,
+        timeout: float = 10.0,
+        ping_interval: float = 15.0,
+    ) -> None:
+        self._redis = redis
+        self.max_watches_per_owner = max_watches_per_owner
+        self.linger = linger
+        self.timeout = timeout
+        self.ping_interval = ping_interval
+        self._channels: dict[bytes, _Channel] = {}
+        self._watches_by_owner: dict[str, int] = {}
+        self._connection: AbstractConnection | None = None
+        self._runner: asyncio.Task[None] | None = None
+        #: channels to (un)subscribe in the next write, gathered over one loop turn
+        self._to_subscribe: set[bytes] = set()
+        self._to_unsubscribe: set[bytes] = set()
+        self._flush_scheduled = False
+        self._connected: asyncio.Event | None = None
+        self._pinged_at: float | None = None
+        self._closed = False
+        #: messages handed out, for the metrics and the tests
+        self.delivered = 0
+
+    # ------------------------------------------------------------------ watches
+    def watch(self, owner: str) -> Watch:
+        """A new watch for ``owner`` (a bot, or an anonymous client's address), refused with
+        LIMIT_EXCEEDED when the owner has ``max_watches_per_owner`` open in this process."""
+        open_now = self._watches_by_owner.get(owner, 0)
+        if open_now >= self.max_watches_per_owner:
+            raise LimitExceeded(
+                f"{self.max_watches_per_owner} waits and subscriptions are open for you on this server: end some "
+                "(close subscriptions you no longer read, wait on all your matches at once with awaitTurn "
+                "without matchId or myTurns)"
+            )
+        self._watches_by_owner[owner] = open_now + 1
+        return Watch(self, owner)
+
+    @property
+    def watches(self) -> int:
+        return sum(self._watches_by_owner.values())
+
+    @property
+    def channels(self) -> int:
+        return len(self._channels)
+
+    async def _follow(self, watch: Watch, names: Iterable[bytes]) -> None:
+        _honour_cancel()
+        if self._closed:
+            raise FeedUnavailable("the server is shutting down")
+        waiting = []
+        for name in names:
+            channel = self._channels.get(name)
+            if channel is None:
+                channel = self._channels[name] = _Channel(name)
+                self._subscribe(channel)
+            elif channel.leaving and channel.confirmed.done():
+                # an UNSUBSCRIBE is on its way: subscribe again once it is confirmed
+                channel.confirmed = asyncio.get_running_loop().create_future()
+            channel.watches.add(watch)
+            if not channel.confirmed.done():
+                waiting.append(channel.confirmed)
+        if not waiting:
+            return
+        self._ensure_running()
+        try:
+            async with asyncio.timeout(self.timeout):
+                await asyncio.gather(*(asyncio.shield(f) for f in waiting))
+        except TimeoutError:
+            raise FeedUnavailable(f"Redis did not confirm a subscription within {self.timeout} s") from None
+
+    def _unfollow(self, watch: Watch, name: bytes, linger: bool = True) -> None:
+        channel = self._channels.get(name)
+        if channel is None:
+            return
+        channel.watches.discard(watch)
+        if not channel.watches:
+            channel.idle_since = time.monotonic()
+            if not linger and channel.subscribed and not channel.leaving:
+                channel.leaving = True
+                self._to_unsubscribe.add(name)
+                self._schedule_flush()
+
+    def _close_watch(self, watch: Watch) -> None:
+        for name in list(watch._channels):
+            self._unfollow(watch, name)
+        watch._channels.clear()
+        left = self._watches_by_owner.get(watch.owner, 1) - 1
+        if left > 0:
+            self._watches_by_owner[watch.owner] = left
+        else:
+            self._watches_by_owner.pop(watch.owner, None)
+
+    # ------------------------------------------------------------------ subscribing
+    def _subscribe(self, channel: _Channel) -> None:
+        self._to_unsubscribe.discard(channel.name)
+        self._to_subscribe.add(channel.name)
+        self._schedule_flush()
+
+    def _schedule_flush(self) -> None:
+        if not self._flush_scheduled and self._connection is not None:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(self._flush()))
+
+    async def _flush(self) -> None:
+        """Send the (un)subscriptions gathered since the last flush, one command each kind."""
+        self._flush_scheduled = False
+        connection = self._connection
+        if connection is None:
+            return  # the connection being made subscribes everything anew
+        commands = []
+        if self._to_subscribe:
+            commands.append(pack_command(("SUBSCRIBE", *self._to_subscribe)))
+            self._to_subscribe.clear()
+        if self._to_unsubscribe:
+            commands.append(pack_command(("UNSUBSCRIBE", *self._to_unsubscribe)))
+            self._to_unsubscribe.clear()
+        if commands:
+            try:
+                await connection.send_packed_command(commands, check_health=False)
+            except Exception as error:  # noqa: BLE001 - the reader notices and reconnects
+                log.debug("feed write failed: %r", error)
+                await connection.disconnect(nowait=True)
+
+    def _ensure_running(self) -> None:
+        if self._runner is None or self._runner.done():
+            self._runner = asyncio.create_task(self._run())
+
+    # ------------------------------------------------------------------ the connection
+    async def _run(self) -> None:
+        """Connect, subscribe to every followed channel, read; again after a loss, with
+        back-off, for as long as any channel is followed."""
+        delay = 0.05
+        while not self._closed and self._channels:
+            connection = None
+            try:
+                connection = await self._open()
+                delay = 0.05
+                await self._read(connection)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # noqa: BLE001 - any failure: say so, reconnect
+                log.warning("the event feed lost Redis (%s); reconnecting", error or type(error).__name__)
+            finally:
+                self._lost(connection)
+            if self._closed:
+                return
+            await asyncio.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 2.0)
+
+    async def _open(self) -> AbstractConnection:
+        pool = self._redis.connection_pool
+        connection = pool.connection_class(**{
+            **pool.connection_kwargs,
+            "socket_timeout": None,
+            "health_check_interval": 0,
+            "protocol": 2,
+            "maint_notifications_config": MaintNotificationsConfig(enabled=False),
+        })
+        try:
+            async with asyncio.timeout(self.timeout):
+                await connection.connect()
+                self._connection = connection
+                self._to_subscribe = set(self._channels)
+                self._to_unsubscribe.clear()
+                for channel in self._channels.values():
+                    channel.leaving = False
+                await self._flush()
+        except BaseException:
+            self._connection = None
+            await connection.disconnect(nowait=True)
+            raise
+        self._pinged_at = None
+        return connection
+
+    async def _read(self, connection: AbstractConnection) -> None:
+        watchdog = asyncio.get_running_loop().call_later(self.ping_interval, self._ping, connection)
+        try:
+            while True:
+                reply = await connection.read_response(timeout=math.inf, disconnect_on_error=False)
+                self._pinged_at = None
+                if not isinstance(reply, list) or not reply:
+                    continue
+                kind = reply[0]
+                if kind == b"message":
+                    self._deliver(reply[1], reply[2])
+                elif kind == b"subscribe":
+                    self._confirmed(reply[1])
+                elif kind == b"unsubscribe":
+                    self._left(reply[1])
+        finally:
+            watchdog.cancel()
+
+    def _ping(self, connection: AbstractConnection) -> None:
+        """Every ``ping_interval`` s: a PING, and a connection that left the last one
+        unanswered for ``timeout`` s is closed (the reader then reconnects)."""
+        if self._connection is not connection:
+            return
+        now = time.monotonic()
+        if self._pinged_at is not None and now - self._pinged_at > self.timeout:
+            log.warning("the event feed's Redis connection did not answer a PING in %s s", self.timeout)
+            asyncio.ensure_future(connection.disconnect(nowait=True))
+            return
+        if self._pinged_at is None:
+            self._pinged_at = now
+            asyncio.ensure_future(self._send(connection, pack_command(("PING",))))
+        self._unsubscribe_idle(now)
+        asyncio.get_running_loop().call_later(min(self.ping_interval, self.timeout), self._ping, connection)
+
+    async def _send(self, connection: AbstractConnection, packed: bytes) -> None:
+        try:
+            await connection.send_packed_command(packed, check_health=False)
+        except Exception:  # noqa: BLE001 - the reader notices and reconnects
+            await connection.disconnect(nowait=True)
+
+    def _unsubscribe_idle(self, now: float) -> None:
+        for channel in self._channels.values():
+            if not channel.watches and channel.subscribed and not channel.leaving and now - channel.idle_since > self.linger:
+                channel.leaving = True
+                self._to_unsubscribe.add(channel.name)
+        if self._to_unsubscribe:
+            self._schedule_flush()
+
+    def _lost(self, connection: AbstractConnection | None) -> None:
+        """The connection is gone: every subscription with it, and every watch may have
+        missed messages."""
+        if connection is not None:
+            asyncio.ensure_future(connection.disconnect(nowait=True))
+        if self._connection is connection:
+            self._connection = None
+        told: set[Watch] = set()
+        for name, channel in list(self._channels.items()):
+            if not channel.watches:
+                del self._channels[name]
+                if not channel.confirmed.done():
+                    channel.confirmed.cancel()
+                continue
+            if channel.subscribed:
+                channel.subscribed = False
+                channel.confirmed = asyncio.get_running_loop().create_future()
+                told.update(channel.watches)
+            channel.leaving = False
+        for watch in told:
+            watch._push(RESYNC)
+
+    # ------------------------------------------------------------------ replies
+    def _confirmed(self, name: bytes) -> None:
+        channel = self._channels.get(name)
+        if channel is None:
+            return
+        channel.subscribed = True
+        if not channel.confirmed.done():
+            channel.confirmed.set_result(None)
+
+    def _left(self, name: bytes) -> None:
+        channel = self._channels.get(name)
+        if channel is None:
+            return
+        channel.subscribed = False
+        channel.leaving = False
+        if channel.watches:  # followed again meanwhile: subscribe again
+            if channel.confirmed.done():
+                channel.confirmed = asyncio.get_running_loop().create_future()
+            self._subscribe(channel)
+        else:
+            del self._channels[name]
+
+    def _deliver(self, name: bytes, data: bytes) -> None:
+        channel = self._channels.get(name)
+        if channel is None or not channel.watches:
+            return
+        item = decode_published(name, data)
+        if item is None:
+            log.warning("the event feed could not read a message on %r", name)
+            return
+        for watch in channel.watches:
+            watch._push(item)
+        self.delivered += 1
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._runner is not None:
+            self._runner.cancel()
+            await asyncio.gather(self._runner, return_exceptions=True)
+        for channel in self._channels.values():
+            if not channel.confirmed.done():
+                channel.confirmed.cancel()
+        self._channels.clear()
+
+
+def _honour_cancel() -> None:
+    """Raise the cancel of the current task if an earlier await swallowed it.
+
+    redis-py sends each command through ``asyncio.wait_for``, which on Python 3.11 swallows a
+    cancel that lands just as the command completes: a waiter whose client went away would
+    then wait on in the feed (holding the server's shutdown) for as long as its match stays
+    quiet."""
+    current = asyncio.current_task()
+    if current is not None and current.cancelling():
+        raise asyncio.CancelledError
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
