@@ -18,7 +18,7 @@ from service.matches import MatchService
 from service.metrics import Metrics
 from service.redis_line import ScriptLine
 from service.settings import Settings
-from service.store import BotStore, MatchStore, RatingStore, fit_claim_key, now_ms, read_ratings
+from service.store import BotStore, MatchStore, RatingStore, fit_claim_key, now_ms
 from service.tournaments import TournamentService
 
 
@@ -91,9 +91,6 @@ class Services:
         if self._queue is None:
             self._queue = Queue(JOB_QUEUE, connection=SyncRedis.from_url(self.settings.redis_url))  # type: ignore[arg-type]
         return self._queue
-
-    async def ratings_of(self, bot_id: str) -> list[dict[str, Any]]:
-        return await read_ratings(self.redis, bot_id)
 
     async def close(self) -> None:
         await self.matches.close()

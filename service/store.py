@@ -422,16 +422,6 @@ def ratings_key(bot_id: str) -> str:
     return f"{{b:{bot_id}}}:ratings"
 
 
-async def read_ratings(redis: Redis, bot_id: str) -> list[dict[str, Any]]:
-    """A bot's current rating per ruleset, as the rating jobs store them."""
-    rows = await redis.hgetall(ratings_key(bot_id))
-    out = []
-    for ruleset, value in sorted(rows.items()):
-        data = json.loads(value)
-        out.append({"ruleset": ruleset.decode(), "rating": data["rating"], "games": data["games"]})
-    return out
-
-
 # Apply one match's rating changes exactly once: skipped when the match is marked applied;
 # refused (-1) when a bot's rating moved since it was read (the caller recomputes); else
 # every bot's rating, history and leaderboard place, the result for the fit, and the mark,
@@ -548,6 +538,26 @@ class RatingStore:
             for i, (bot_id, (_, score)) in enumerate(zip(ids, rows, strict=True))
         ]
 
-    async def history(self, bot_id: str, ruleset: str, last: int) -> list[dict[str, Any]]:
-        """The latest ``last`` points of a bot's rating history, oldest first."""
-        return [json.loads(r) for r in await self.redis.lrange(history_key(bot_id, ruleset), -last, -1)]
+    async def current(self, bot_ids: Sequence[str]) -> list[list[dict[str, Any]]]:
+        """Each bot's current rating per ruleset (one round trip for all of them)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for bot_id in bot_ids:
+                pipe.hgetall(ratings_key(bot_id))
+            answers = await pipe.execute()
+        out = []
+        for rows in answers:
+            ratings = []
+            for ruleset, value in sorted(rows.items()):
+                data = json.loads(value)
+                ratings.append({"ruleset": ruleset.decode(), "rating": data["rating"], "games": data["games"]})
+            out.append(ratings)
+        return out
+
+    async def histories(self, wanted: Sequence[tuple[str, str, int]]) -> list[list[dict[str, Any]]]:
+        """For each (bot, ruleset, last): the latest ``last`` points of the bot's rating
+        history under the ruleset, oldest first (one round trip for all of them)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for bot_id, ruleset, last in wanted:
+                pipe.lrange(history_key(bot_id, ruleset), -last, -1)
+            answers = await pipe.execute()
+        return [[json.loads(r) for r in rows] for rows in answers]

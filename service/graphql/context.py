@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from service.bots import bearer_token
 from service.errors import Unauthenticated
+from service.graphql.loaders import Loaders
 from service.matches import Caller
 from service.services import Services
 
@@ -24,6 +26,11 @@ class RequestContext:
     @classmethod
     def for_http(cls, services: Services, request: Any, response: Any) -> RequestContext:
         return cls(services, bearer_token(request.headers.get("authorization")), request, response)
+
+    @cached_property
+    def loaders(self) -> Loaders:
+        """Batched reads, made when a request first needs them."""
+        return Loaders(self.services.ratings)
 
     async def optional_caller(self) -> Caller | None:
         """The authenticated bot, or None for a request without a token. Over HTTP once per

@@ -62,7 +62,7 @@ class Bot:
         metadata=ListBound(len(EngineRuleset)).metadata(),
     )
     async def ratings(self, info: Info[RequestContext, None]) -> list[Rating]:
-        rows = await info.context.services.ratings_of(str(self.id))
+        rows = await info.context.loaders.ratings.load(str(self.id))
         return [Rating(ruleset=EngineRuleset(r["ruleset"]), rating=r["rating"], games=r["games"]) for r in rows]
 
     @strawberry.field(
@@ -73,7 +73,7 @@ class Bot:
     async def rating_history(
         self, info: Info[RequestContext, None], ruleset: Ruleset, last: int = RATING_HISTORY.default  # type: ignore[valid-type, assignment]
     ) -> list[RatingPoint]:
-        rows = await info.context.services.ratings.history(str(self.id), ruleset.value, RATING_HISTORY.check(last))
+        rows = await info.context.loaders.history.load((str(self.id), ruleset.value, RATING_HISTORY.check(last)))
         return [RatingPoint(rating=r["rating"], match_id=strawberry.ID(r["matchId"]), at=_datetime(r["at"])) for r in rows]  # type: ignore[arg-type]
 
 

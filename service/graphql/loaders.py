@@ -1,0 +1,28 @@
+"""Batched reads for the fields a list repeats: every ``Bot.ratings`` (or ``ratingHistory``)
+that one request resolves in one event-loop turn is read in one Redis round trip, however
+many bots a leaderboard, a tournament's entrants or aliased fields hold. Nothing is cached:
+over a WebSocket the same loaders serve a subscription's every result, which must be fresh."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from strawberry.dataloader import DataLoader
+
+from service.store import RatingStore
+
+
+class Loaders:
+    def __init__(self, ratings: RatingStore) -> None:
+        self._ratings = ratings
+        #: a bot's id -> its current rating per ruleset
+        self.ratings: DataLoader[str, list[dict[str, Any]]] = DataLoader(self._current, cache=False)
+        #: (bot, ruleset, last) -> its latest ``last`` history points
+        self.history: DataLoader[tuple[str, str, int], list[dict[str, Any]]] = DataLoader(self._histories, cache=False)
+
+    async def _current(self, bot_ids: Sequence[str]) -> list[list[dict[str, Any]]]:
+        return await self._ratings.current(bot_ids)
+
+    async def _histories(self, wanted: Sequence[tuple[str, str, int]]) -> list[list[dict[str, Any]]]:
+        return await self._ratings.histories(wanted)
