@@ -65,17 +65,25 @@ class BotService:
         self.settings = settings
         self._leases: dict[str, Lease] = {}
 
-    async def register(self, name: str, secret: str | None = None) -> tuple[str, dict[str, str]]:
-        """A new bot and its token: ``(token, {"id", "name"})``."""
+    async def register(self, name: str, secret: str | None = None, address: str = "unknown") -> tuple[str, dict[str, str]]:
+        """A new bot and its token: ``(token, {"id", "name"})``. A client address may register
+        ``Settings.registrations_per_address_per_hour`` bots an hour."""
         required = self.settings.registration_secret
         if required is not None and not (
             isinstance(secret, str) and hmac.compare_digest(secret.encode(), required.encode())
         ):
             raise Forbidden("registration is closed: pass the server's registration secret as `secret`")
         name = self._valid_name(name)
+        per_hour = self.settings.registrations_per_address_per_hour
+        wait_ms = await self.bots.take_registration(address, per_hour)
+        if wait_ms:
+            raise RateLimited(
+                wait_ms / 1000, f"{per_hour} bots were registered from your address in the last hour"
+            )
         bot_id = secrets.token_hex(8)
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         if not await self.bots.register(bot_id, name, hash_token(token)):
+            await self.bots.give_back_registration(address)
             raise BadInput(f"the name {name!r} is taken (names are case-insensitive): choose another")
         return token, {"id": bot_id, "name": name}
 

@@ -81,12 +81,9 @@ class RateLimited(ServiceError):
     code = "RATE_LIMITED"
     http_status = 429
 
-    def __init__(self, retry_after_seconds: float) -> None:
+    def __init__(self, retry_after_seconds: float, what: str = "too many requests for this token") -> None:
         wait = max(0.001, round(retry_after_seconds, 3))
-        super().__init__(
-            f"too many requests for this token: wait {wait} s before the next one",
-            retryAfterSeconds=wait,
-        )
+        super().__init__(f"{what}: wait {wait} s before the next one", retryAfterSeconds=wait)
         self.retry_after_seconds = wait
 
 

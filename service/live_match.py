@@ -64,6 +64,8 @@ class MatchSettings:
     #: the tournament the match belongs to, and its duplicate set (matches dealt alike)
     tournament: str | None = None
     group: str | None = None
+    #: when a match created with free seats is aborted if they are not all taken by then
+    waiting_until_ms: int | None = None
 
     def to_json(self) -> str:
         c = self.config
@@ -80,6 +82,7 @@ class MatchSettings:
                 "createdAt": self.created_at_ms,
                 "tournament": self.tournament,
                 "group": self.group,
+                "waitingUntil": self.waiting_until_ms,
             },
             separators=(",", ":"),
         )
@@ -89,7 +92,7 @@ class MatchSettings:
         data = orjson.loads(text)
         return cls(
             config, data["moveTimeoutMs"], data["rated"], data["stacked"], data["createdBy"], data["createdAt"],
-            data.get("tournament"), data.get("group"),
+            data.get("tournament"), data.get("group"), data.get("waitingUntil"),
         )
 
 
@@ -146,6 +149,14 @@ class LiveMatch:
     def awaiting(self) -> tuple[int, ...]:
         """Seats that have a move to make now (none unless the match is under way)."""
         return self.state.awaiting() if self.status is MatchStatus.ACTIVE else ()
+
+    @property
+    def due_ms(self) -> int | None:
+        """When the deadline sweeper must next look at the match: the deadline of the seats
+        to act, or while seats are free, when it is aborted unless they are taken."""
+        if self.status is MatchStatus.WAITING:
+            return self.settings.waiting_until_ms
+        return self.deadline_ms
 
     def bot_ids(self) -> set[str]:
         return {h.id for h in self.seats if h is not None and h.house is None}

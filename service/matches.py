@@ -25,7 +25,17 @@ from service.errors import BadInput, Forbidden, LimitExceeded, MatchNotActive, N
 from service.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder
 from service.settings import Settings
 from service.feed import RESYNC, EventFeed, Watch
-from service.store import BotStore, MatchEvent, MatchStore, Seated, Stored, bot_channel, match_channel, now_ms
+from service.store import (
+    BotStore,
+    MatchEvent,
+    MatchStore,
+    Seated,
+    Stored,
+    WaitingFull,
+    bot_channel,
+    match_channel,
+    now_ms,
+)
 
 log = logging.getLogger("wizard_arena.matches")
 
@@ -175,9 +185,20 @@ class MatchService:
         config = MatchConfig.create(spec.ruleset, spec.players, spec.variants, spec.first_dealer, spec.deals)
         seed = spec.seed if spec.seed is not None else secrets.token_urlsafe(24)
         state = new_match(config, seed)
-        settings = MatchSettings(config, timeout, spec.rated, spec.deals is not None, caller.bot_id, now_ms())
+        created = now_ms()
+        settings = MatchSettings(
+            config, timeout, spec.rated, spec.deals is not None, caller.bot_id, created,
+            waiting_until_ms=created + s.waiting_match_ttl_seconds * 1000,
+        )
         match = LiveMatch.new(secrets.token_hex(8), settings, state)
-        await self.matches.create(match)
+        try:
+            await self.matches.create(match, waiting_limit=s.waiting_matches_per_bot)
+        except WaitingFull as full:
+            raise LimitExceeded(
+                f"you already created {s.waiting_matches_per_bot} matches whose seats are not all taken: fill them "
+                f"(addHouseBot, joinMatch), or wait until the first is aborted for want of players",
+                retryAfterSeconds=max(0.001, round((full.until_ms - now_ms()) / 1000, 3)),
+            ) from None
         log.info("match %s created by %s", match.id, caller.name)
         return match
 
@@ -352,7 +373,7 @@ class MatchService:
     async def resync_deadline(self, match_id: str) -> None:
         """Put the deadline index right for one match (after a sweep found nothing due)."""
         stored = await self.matches.load(match_id)
-        await self.matches.set_deadline(match_id, None if stored is None else stored.match.deadline_ms)
+        await self.matches.set_due(match_id, None if stored is None else stored.match.due_ms)
 
     async def _act_for_seats(self, match_id: str, overdue_only: bool) -> int:
         """Make the house bots' moves (and, with ``overdue_only``, the fallback moves of seats
@@ -367,6 +388,19 @@ class MatchService:
                     return made
                 match = stored.match
             now = now_ms()
+            if overdue_only and match.status is MatchStatus.WAITING:
+                until = match.settings.waiting_until_ms
+                if until is None or until > now:
+                    return made
+                minutes = round((until - match.settings.created_at_ms) / 60_000)
+                event = match.abort(f"its seats were not all taken within {minutes} minutes")
+                if await self.matches.commit(match, event):
+                    if self._on_change is not None:
+                        self._on_change(match, event)
+                    return made
+                lost += 1
+                match = None
+                continue
             overdue = match.deadline_ms is not None and match.deadline_ms <= now
             house = self._house_to_act(match)
             if house:

@@ -67,6 +67,15 @@ class Settings(BaseSettings):
         description="Redis connections an API process or worker opens at most for its requests (beyond them, "
         "requests wait for a free one); waiting takes none of them",
     )
+    waiting_matches_per_bot: int = Field(
+        default=20, ge=1, description="matches a bot may have created whose seats are not all taken yet"
+    )
+    waiting_match_ttl_seconds: int = Field(
+        default=3600, ge=1, description="a match whose seats are not all taken this long after its creation is aborted"
+    )
+    registrations_per_address_per_hour: int = Field(
+        default=30, ge=1, description="bots one client address may register in an hour"
+    )
     open_matches_per_bot: int = Field(default=200, ge=1, description="unfinished matches a bot may sit in at once")
     snapshot_cache_size: int = Field(
         default=4096, ge=0, description="matches whose last snapshot a process keeps as a guess (0: off)"

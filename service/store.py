@@ -7,12 +7,16 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
   the match's event log and replay source
 - ``{m:<id>}:wake``    pub/sub channel: each event as it is committed, ``<version>|<event id>|<event
   JSON>``; what wakes the waiters of every API process (``service.feed``)
-- ``deadlines``        sorted set: match id by deadline (ms), swept by the workers
+- ``deadlines``        sorted set: match id by when the workers' sweeper must look at it (ms):
+  the deadline of its seats to act, or while seats are free, when it is aborted unless taken
 - ``{b:<id>}:bot``     hash: name, created; ``botname:<casefolded name>`` -> bot id
 - ``{t:<sha256>}:bot`` the bot a token hash belongs to (tokens themselves are never stored)
 - ``{b:<id>}:matches`` set: matches the bot sits in that have not ended
+- ``{b:<id>}:waiting`` sorted set: matches the bot created whose seats are not all taken yet,
+  by when they are aborted if they still are not
 - ``{b:<id>}:wake``    pub/sub channel: a match's id when the bot is seated in it
 - ``{t:<sha256>}:rate`` a token's request bucket
+- ``registrations:<address>`` bots registered from a client address this hour
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from service.live_match import LiveMatch
+from service.live_match import LiveMatch, MatchStatus
 from service.redis_line import ScriptLine
 
 DEADLINES = "deadlines"
@@ -41,9 +45,11 @@ UNSETTLED = "matches:unsettled"
 # that joined), and put a match that ends into the settlement queue (ratings, tournaments):
 # all at once, so none of it can be missed. Returns {1, version, event id} on success,
 # {0, current} when the match moved on, {-1, 0} when there is no such match.
-# KEYS: match, events, deadlines, unsettled, then per bot: its open matches.
-# ARGV: expected version, match id, state, live, event, deadline or '', record or '', '1' if
-# the match ends, expected event id or '', 'join' | 'end' | ''.
+# KEYS: match, events, deadlines, unsettled, then per bot: its open matches, then (when the
+# match stops WAITING) its creator's waiting matches.
+# ARGV: expected version, match id, state, live, event, when the sweeper is due or '', record
+# or '', '1' if the match ends, expected event id or '', 'join' | 'end' | '', '1' if the
+# match stops WAITING else '0'.
 # Channels are named after the keys: {m:<id>}:wake for a match, {b:<id>}:wake for a bot.
 COMMIT_EVENT = """
 local current = redis.call('HGET', KEYS[1], 'version')
@@ -71,7 +77,10 @@ if ARGV[10] == 'join' then
   redis.call('SADD', KEYS[5], ARGV[2])
   redis.call('PUBLISH', string.sub(KEYS[5], 1, -8) .. 'wake', ARGV[2])
 elseif ARGV[10] == 'end' then
-  for i = 5, #KEYS do redis.call('SREM', KEYS[i], ARGV[2]) end
+  for i = 5, #KEYS - tonumber(ARGV[11]) do redis.call('SREM', KEYS[i], ARGV[2]) end
+end
+if ARGV[11] == '1' then
+  redis.call('ZREM', KEYS[#KEYS], ARGV[2])
 end
 return {1, version, eid}
 """
@@ -79,23 +88,36 @@ return {1, version, eid}
 # Create a match with its first events (a tournament's match is created with every seat
 # taken), unless it exists: deterministic ids make creating a tournament round idempotent.
 # Each seated bot's open matches gain it, and the bot is told on its channel.
-# KEYS: match, events, deadlines, then the open matches of each seated bot.
-# ARGV: id, version, settings, state, live, deadline or '', sealed or '', then the events.
+# A match created with free seats counts among its creator's waiting matches until they are
+# taken (or it is aborted): refused, {-1, the earliest of them to be aborted}, when the
+# creator has as many as the limit.
+# KEYS: match, events, deadlines, then the open matches of each seated bot, then (for a
+# match with free seats) its creator's waiting matches.
+# ARGV: id, version, settings, state, live, when the sweeper is due or '', sealed or '', the
+# creator's limit of waiting matches or '', then the events.
 CREATE_MATCH = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-local count = #ARGV - 7
+if redis.call('EXISTS', KEYS[1]) == 1 then return {0, 0} end
+local bots = #KEYS
+if ARGV[8] ~= '' then
+  bots = bots - 1
+  if redis.call('ZCARD', KEYS[#KEYS]) >= tonumber(ARGV[8]) then
+    return {-1, redis.call('ZRANGE', KEYS[#KEYS], 0, 0, 'WITHSCORES')[2]}
+  end
+  redis.call('ZADD', KEYS[#KEYS], ARGV[6], ARGV[1])
+end
+local count = #ARGV - 8
 for i = 1, count do
-  redis.call('XADD', KEYS[2], '0-' .. i, 'v', i, 'e', ARGV[7 + i])
+  redis.call('XADD', KEYS[2], '0-' .. i, 'v', i, 'e', ARGV[8 + i])
 end
 redis.call('HSET', KEYS[1], 'version', ARGV[2], 'settings', ARGV[3], 'state', ARGV[4], 'live', ARGV[5],
   'eid', '0-' .. count)
 if ARGV[6] ~= '' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[1]) end
 if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'sealed', ARGV[7]) end
-for i = 4, #KEYS do
+for i = 4, bots do
   redis.call('SADD', KEYS[i], ARGV[1])
   redis.call('PUBLISH', string.sub(KEYS[i], 1, -8) .. 'wake', ARGV[1])
 end
-return 1
+return {1, 0}
 """
 
 # Authenticate a request and lease requests from the token's bucket: the bot a token hash
@@ -169,6 +191,23 @@ def match_channel(match_id: str) -> bytes:
 def bot_channel(bot_id: str) -> bytes:
     """The pub/sub channel the commit script names the matches a bot is seated in on."""
     return f"{{b:{bot_id}}}:wake".encode()
+
+
+def bot_waiting_key(bot_id: str) -> str:
+    """The matches a bot created that still have free seats, by when they are aborted."""
+    return f"{{b:{bot_id}}}:waiting"
+
+
+def _due(match: LiveMatch) -> str:
+    return "" if match.due_ms is None else str(match.due_ms)
+
+
+class WaitingFull(Exception):
+    """The creator has as many WAITING matches as allowed; the earliest is aborted at ``until_ms``."""
+
+    def __init__(self, until_ms: int) -> None:
+        super().__init__(until_ms)
+        self.until_ms = until_ms
 
 
 def bot_key(bot_id: str) -> str:
@@ -245,21 +284,29 @@ class MatchStore:
         self._commit = redis.register_script(COMMIT_EVENT)
         self._create = redis.register_script(CREATE_MATCH)
 
-    async def create(self, match: LiveMatch, events: Sequence[dict[str, Any]] = (), sealed: bool = False) -> bool:
+    async def create(
+        self, match: LiveMatch, events: Sequence[dict[str, Any]] = (), sealed: bool = False,
+        waiting_limit: int | None = None,
+    ) -> bool:
         """Store a new match with the events that made it (after the implicit ``create``),
         and note it among its seated bots' open matches; False, and nothing written, when a
-        match with its id exists."""
-        deadline = "" if match.deadline_ms is None else str(match.deadline_ms)
+        match with its id exists. A match still WAITING counts among its creator's waiting
+        matches, of which there may be ``waiting_limit``: :class:`WaitingFull` beyond."""
         keys = [match_key(match.id), events_key(match.id), DEADLINES]
         keys += [bot_matches_key(bot_id) for bot_id in sorted(match.bot_ids())]
-        created = await self._create(
+        waiting = match.status is MatchStatus.WAITING
+        if waiting:
+            keys.append(bot_waiting_key(match.settings.created_by))
+        created, earliest = await self._create(
             keys=keys,
             args=[
                 match.id, match.version, match.settings.to_json(), match.state.to_bytes(), match.live_json(),
-                deadline, "1" if sealed else "",
+                _due(match), "1" if sealed else "", str(waiting_limit) if waiting and waiting_limit else "",
                 orjson.dumps({"t": "create"}), *(orjson.dumps(e) for e in events),
             ],
         )
+        if created == -1:
+            raise WaitingFull(int(float(earliest)))
         match.event_id = f"0-{len(events) + 1}".encode()
         return bool(created)
 
@@ -294,7 +341,6 @@ class MatchStore:
         """Store ``match`` (already changed by ``event``) if nobody changed it meanwhile.
 
         False means another change won the race: the caller reloads and decides again."""
-        deadline = "" if match.deadline_ms is None else str(match.deadline_ms)
         keys = [match_key(match.id), events_key(match.id), DEADLINES, UNSETTLED]
         mode = ""
         if event["t"] == "join" and not event["bot"].get("house"):
@@ -303,10 +349,15 @@ class MatchStore:
         elif match.ended:
             mode = "end"
             keys += [bot_matches_key(bot_id) for bot_id in sorted(match.bot_ids())]
+        leaves_waiting = event["t"] in ("join", "abort") and match.settings.waiting_until_ms is not None and (
+            match.status is not MatchStatus.WAITING
+        )
+        if leaves_waiting:
+            keys.append(bot_waiting_key(match.settings.created_by))
         event_json = orjson.dumps(event)
         args = [
-            match.version - 1, match.id, match.state.to_bytes(), match.live_json(), event_json, deadline, record,
-            "1" if match.ended else "", match.event_id or "", mode,
+            match.version - 1, match.id, match.state.to_bytes(), match.live_json(), event_json, _due(match), record,
+            "1" if match.ended else "", match.event_id or "", mode, "1" if leaves_waiting else "0",
         ]
         try:
             answer = await self.scripts.run(self._commit, keys, args)
@@ -349,11 +400,12 @@ class MatchStore:
             out.append(MatchEvent(match_id, version, eid, event))
         return out
 
-    async def set_deadline(self, match_id: str, deadline_ms: int | None) -> None:
-        if deadline_ms is None:
+    async def set_due(self, match_id: str, due_ms: int | None) -> None:
+        """Put a match in the sweeper's index at ``due_ms`` (out of it for None)."""
+        if due_ms is None:
             await self.redis.zrem(DEADLINES, match_id)
         else:
-            await self.redis.zadd(DEADLINES, {match_id: deadline_ms})
+            await self.redis.zadd(DEADLINES, {match_id: due_ms})
 
     async def due_deadlines(self, now: int, limit: int = 100) -> list[str]:
         rows = await self.redis.zrangebyscore(DEADLINES, "-inf", now, start=0, num=limit)
@@ -364,6 +416,23 @@ class MatchStore:
         return int(rows[0][1]) if rows else None
 
 
+# Take one registration from a client address's hourly allowance: 0, or when it is spent,
+# the ms until it is renewed. KEYS: the address's count. ARGV: the allowance, the window (ms).
+TAKE_REGISTRATION = """
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+if n > tonumber(ARGV[1]) then
+  redis.call('DECR', KEYS[1])
+  return math.max(1, redis.call('PTTL', KEYS[1]))
+end
+return 0
+"""
+
+
+def registrations_key(address: str) -> str:
+    return f"registrations:{address}"
+
+
 class BotStore:
     """Registered bots, their token hashes, their open matches and the request buckets."""
 
@@ -372,6 +441,15 @@ class BotStore:
         #: the hot path's scripts (authentication) go down the process's pipelined connection
         self.scripts = scripts
         self._authenticate = redis.register_script(AUTHENTICATE)
+        self._take_registration = redis.register_script(TAKE_REGISTRATION)
+
+    async def take_registration(self, address: str, per_hour: int) -> int:
+        """One registration from the address's hourly allowance: 0, or the ms to wait."""
+        return int(await self._take_registration(keys=[registrations_key(address)], args=[per_hour, 3_600_000]))
+
+    async def give_back_registration(self, address: str) -> None:
+        """A registration that did not happen (its name was taken) costs the address nothing."""
+        await self.redis.decr(registrations_key(address))
 
     async def register(self, bot_id: str, name: str, token_hash: str) -> bool:
         """False when the name (case-insensitive) is taken."""

@@ -46,13 +46,16 @@ class RequestContext:
             self._caller = await self.services.bots.authenticate(token)
         return self._caller
 
+    @property
+    def address(self) -> str:
+        """The client's address (a proxy's, unless uvicorn is told to trust its headers)."""
+        client = getattr(self.request, "client", None)
+        return client.host if client is not None else "unknown"
+
     def waiter(self, caller: Caller | None) -> str:
         """Whom an open wait counts against (``Settings.max_waits_per_client``): the bot, or
         for a request without a token, the client's address."""
-        if caller is not None:
-            return caller.bot_id
-        client = getattr(self.request, "client", None)
-        return f"address:{client.host if client is not None else 'unknown'}"
+        return caller.bot_id if caller is not None else f"address:{self.address}"
 
     async def caller(self) -> Caller:
         caller = await self.optional_caller()

@@ -124,7 +124,7 @@ class Query:
 class Mutation:
     @strawberry.mutation(description="Registers a bot; the token is shown once and only its hash is kept.")
     async def register_bot(self, info: Ctx, name: str, secret: str | None = None) -> BotRegistration:
-        token, bot = await info.context.services.bots.register(name, secret)
+        token, bot = await info.context.services.bots.register(name, secret, info.context.address)
         return BotRegistration(token=token, bot=Bot(id=strawberry.ID(bot["id"]), name=bot["name"]))
 
     @strawberry.mutation(description="Creates a match; the creator is not seated by creating.")

@@ -15,6 +15,11 @@ from tests.api.arena_client import Api, Process, free_port
 
 from service.embedded_redis import EmbeddedRedis
 
+# Every test client connects from 127.0.0.1 and registers hundreds of bots: the per-address
+# allowance is lifted for the processes the tests start (tests/api/test_hardening.py checks
+# it with its own small one).
+os.environ.setdefault("ARENA_REGISTRATIONS_PER_ADDRESS_PER_HOUR", "1000000")
+
 
 def embedded_redis_url(folder: Path) -> Iterator[str]:
     """A real Redis server (the embedded one) in ``folder``, for as long as the fixture lasts."""
