@@ -104,7 +104,8 @@ class MatchSettings:
             # match; of any other it cannot tell, so it says chosen (a warning, not a claim)
             seed_chosen = not (data["rated"] or data.get("tournament"))
         return cls(
-            config, data["moveTimeoutMs"], data["rated"], data["stacked"], data["createdBy"],
+            # (stored before deals of empty rounds were refused, such a match said stacked)
+            config, data["moveTimeoutMs"], data["rated"], data["stacked"] and config.stacked, data["createdBy"],
             data["createdAt"], data.get("tournament"), data.get("group"), seed_chosen,
         )
 

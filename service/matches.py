@@ -150,12 +150,17 @@ class MatchService:
         if spec.seed is not None and spec.rated:
             raise BadInput("a rated match is dealt from a seed the server draws: drop `seed` or set rated: false")
         config = MatchConfig.create(spec.ruleset, spec.players, spec.variants, spec.first_dealer, spec.deals)
+        if spec.deals is not None and not config.stacked:
+            raise BadInput(
+                "deals stacks no round: give at least one round's cards (the whole deck in dealing order, "
+                "RULES.md); rounds left empty are shuffled from the seed. For no stacked deal, leave deals out"
+            )
         seed = spec.seed if spec.seed is not None else secrets.token_urlsafe(24)
         # the salt (128 random bits) hides the seed in the published seedHash until the end:
         # a seed its creator chose ("1234") cannot be found by trying likely seeds against it
         state = new_match(config, seed, secrets.token_hex(16))
         settings = MatchSettings(
-            config, timeout, spec.rated, spec.deals is not None, caller.bot_id, now_ms(), seed_chosen=spec.seed is not None
+            config, timeout, spec.rated, config.stacked, caller.bot_id, now_ms(), seed_chosen=spec.seed is not None
         )
         match = LiveMatch.new(secrets.token_hex(8), settings, state)
         await self.matches.create(match)

@@ -1,7 +1,8 @@
 """The seed commitment over the API: ``seedHash`` is SHA-256(salt ":" seed) with a salt the
 server draws and reveals only with the seed at the end, so a seed the creator chose cannot be
 found from the hash; a chosen seed shows as chosen to everyone and is never rated; matches
-stored before salts keep their hash and still verify."""
+stored before salts keep their hash and still verify. And ``deals`` that stack no round are
+refused, so ``stacked`` is true only for a match whose deals were really stacked."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from wizard import MatchConfig, new_match
 FIELDS = "id status stacked rated seedChosen seedHash seed salt"
 MATCH = "query($m: ID!) { match(id: $m) { " + FIELDS + " } }"
 CREATE = "mutation($i: CreateMatchInput!) { createMatch(input: $i) { " + FIELDS + " } }"
+DECK = [f"{s}{r}" for s in "BGRY" for r in range(1, 14)] + ["W"] * 4 + ["J"] * 4
 
 
 def sha256(text: str) -> str:
@@ -133,14 +135,15 @@ def as_format_1(state_bytes: bytes) -> bytes:
 
 def test_a_match_stored_before_salts_keeps_its_hash_and_still_verifies(api, redis_client):
     """A WAITING match as the service stored it before salts (state format 1, settings without
-    seedChosen) reads, plays and replays."""
+    seedChosen, and `deals: [[]]` then said stacked) reads, plays and replays."""
     token, _ = api.register()
     seed = "from-before-salts"
     match_id = create(api, token, ruleset="WIZARD_JUNIOR", players=3, seed=seed)["id"]
     key = f"{{m:{match_id}}}:match"
-    config = MatchConfig.create("WIZARD_JUNIOR", 3)
+    config = MatchConfig.create("WIZARD_JUNIOR", 3, deals=[[]])
     settings = json.loads(redis_client.hget(key, "settings"))
     del settings["seedChosen"]
+    settings["stacked"] = True
     redis_client.hset(key, mapping={
         "state": as_format_1(new_match(config, seed).to_bytes()), "settings": json.dumps(settings),
     })
@@ -148,6 +151,7 @@ def test_a_match_stored_before_salts_keeps_its_hash_and_still_verifies(api, redi
     for view in views(api, match_id, [token, None]):
         assert view["seedHash"] == sha256(seed), view  # the hash it published then
         assert view["seedChosen"] is True  # unrated and no tournament's: the server cannot tell, so it warns
+        assert view["stacked"] is False  # no round was stacked
     play_with_house_bots(api, token, match_id)
     record = api.http.get(f"/api/matches/{match_id}/record").json()
     assert record["seedHash"] == sha256(seed) and record["salt"] is None and record["seed"] == seed
@@ -164,3 +168,28 @@ def test_settings_stored_before_seed_chosen_say_what_the_server_knows():
     for chosen in (True, False):
         settings = MatchSettings(config, 1000, False, False, "b", 0, seed_chosen=chosen)
         assert MatchSettings.from_json(settings.to_json(), config).seed_chosen is chosen
+
+
+# ----------------------------------------------------------------------------- deals that stack nothing
+
+
+def match_count(redis_client: Any) -> int:
+    return sum(1 for _ in redis_client.scan_iter(match="{m:*}:match", count=1000))
+
+
+@pytest.mark.parametrize("deals", [[], [[]], [[], [], []]], ids=["no-round", "one-empty-round", "empty-rounds"])
+def test_deals_that_stack_no_round_are_refused(api, redis_client, deals):
+    token, _ = api.register()
+    before = match_count(redis_client)
+    body = api.gql(CREATE, {"i": {"players": 3, "deals": deals}}, token)
+    error = body["errors"][0]
+    assert body["data"] is None and error["extensions"]["code"] == "BAD_INPUT"
+    assert "deals stacks no round" in error["message"] and "leave deals out" in error["message"]
+    assert match_count(redis_client) == before  # nothing was created
+
+
+def test_stacked_is_true_only_when_a_round_really_was_stacked(api):
+    token, _ = api.register()
+    assert create(api, token, players=3)["stacked"] is False
+    assert create(api, token, players=3, firstDealer=0, deals=[[], DECK])["stacked"] is True
+    assert create(api, token, players=3, firstDealer=0, deals=[DECK, []])["stacked"] is True
