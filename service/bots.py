@@ -84,8 +84,9 @@ class BotService:
             outcome = await self.bots.register(bot_id, name, hash_token(token), lookalike, bot_names.KEY_VERSION)
             if outcome is not Registration.INDEX_NOT_BUILT:
                 break
-            async with self._indexing:
-                await self.bots.index_lookalikes(bot_names.lookalike_key, bot_names.KEY_VERSION)
+            async with self._indexing:  # (a registration that waited here finds it built)
+                if await self.bots.lookalike_index_version() != bot_names.KEY_VERSION:
+                    await self.bots.index_lookalikes(bot_names.lookalike_key, bot_names.KEY_VERSION)
         if outcome is Registration.TAKEN:
             raise BadInput(
                 f"the name {name!r} is taken, or too similar to an existing bot's name (names are compared "

@@ -408,6 +408,11 @@ class BotStore:
         token_json = json.dumps({"id": bot_id, "name": name, "hash": token_hash})
         return Registration(int(await self._register(keys=keys, args=[bot_id, name, now_ms(), token_json, key_version])))
 
+    async def lookalike_index_version(self) -> str | None:
+        """The key version the look-alike index is built for (None: not built)."""
+        version = await self.redis.get(LOOKALIKE_INDEX)
+        return None if version is None else version.decode()
+
     async def index_lookalikes(self, lookalike_of: Callable[[str], str], key_version: str) -> int:
         """Give every registered bot its look-alike key (bots registered before the index, or
         under another key version), then mark the index built; idempotent, so processes that
