@@ -81,12 +81,12 @@ def _letters(key: str) -> str:
     return "".join(ch for ch in key if ch.isalnum())
 
 
-def imitates_house_bot(name: str) -> bool:
-    """Whether the name starts with "House" in any look-alike spelling (the house bots'
-    seats are named ``House Random #3``, ``House Heuristic #0``)."""
-    return _letters(lookalike_key(name)).startswith(_letters(lookalike_key("House")))
+@lru_cache(maxsize=1)
+def _house() -> str:
+    return _letters(lookalike_key("House"))
 
 
-def has_visible_character(name: str) -> bool:
-    """Whether anything of the name shows (a name of invisible characters alone does not)."""
-    return bool(lookalike_key(name))
+def imitates_house_bot(key: str) -> bool:
+    """Whether a name of this look-alike key starts with "House" in any look-alike spelling
+    (the house bots' seats are named ``House Random #3``, ``House Heuristic #0``)."""
+    return _letters(key).startswith(_house())

@@ -76,8 +76,7 @@ class BotService:
             isinstance(secret, str) and hmac.compare_digest(secret.encode(), required.encode())
         ):
             raise Forbidden("registration is closed: pass the server's registration secret as `secret`")
-        name = self._valid_name(name)
-        lookalike = bot_names.lookalike_key(name)
+        name, lookalike = self._valid_name(name)
         bot_id = secrets.token_hex(8)
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         for _ in range(3):  # (the index is missing only until one build has finished)
@@ -97,7 +96,8 @@ class BotService:
             raise RuntimeError(f"the bot name index was not built for {bot_names.KEY_VERSION}")
         return token, {"id": bot_id, "name": name}
 
-    def _valid_name(self, name: object) -> str:
+    def _valid_name(self, name: object) -> tuple[str, str]:
+        """The name as registered (NFKC, trimmed) and its look-alike key, or BadInput."""
         limit = self.settings.bot_name_max_length
         if not isinstance(name, str):
             raise BadInput("name must be a string")
@@ -108,14 +108,15 @@ class BotService:
             raise BadInput(f"name is {len(name)} characters long (in NFKC); at most {limit} are allowed")
         if not all(ch.isprintable() for ch in name):
             raise BadInput("name may hold only printable characters")
-        if not bot_names.has_visible_character(name):
+        lookalike = bot_names.lookalike_key(name)
+        if not lookalike:
             raise BadInput("name must show at least one visible character")
-        if bot_names.imitates_house_bot(name):
+        if bot_names.imitates_house_bot(lookalike):
             raise BadInput(
                 f"names that start with 'House' (in any spelling that looks like it) are kept for the server's house "
                 f"bots, such as 'House Random #1': choose another than {name!r}"
             )
-        return name
+        return name, lookalike
 
     async def authenticate(self, token: str | None) -> Caller | None:
         """The bot a token belongs to (None without a token); takes one request from its bucket."""
