@@ -156,7 +156,7 @@ class Match:
     moves_made: int
     seed_hash: str = strawberry.field(
         description="Published at the start: SHA-256 (hex) of salt + \":\" + seed (UTF-8), or of the seed alone "
-        "for a match without a salt (made before salts). RULES.md shows how to check it."
+        "for a match without a salt (made before salts, or a tournament's). RULES.md shows how to check it."
     )
     seed: str | None = strawberry.field(description="The seed, once the match has finished.")
     salt: str | None = strawberry.field(
