@@ -2,10 +2,11 @@
 check it, and show it round by round.
 
 A record is the JSON of ``GET /api/matches/{id}/record`` (or a file holding it): config,
-seed, every move, the final scores and every round's dealt hands, with the ``seedHash``
-the match published at its start, its ``winners`` and its seat names. The checks:
+seed and salt, every move, the final scores and every round's dealt hands, with the
+``seedHash`` the match published at its start, its ``winners`` and its seat names. The checks:
 
-- seed: the SHA-256 of the seed is the published ``seedHash``, so the deals were fixed
+- seed: the SHA-256 of ``salt ":" seed`` (of the seed alone for a record without a salt,
+  from a match made before salts) is the published ``seedHash``, so the deals were fixed
   before the first card was played (a record without ``seedHash`` is replayed unchecked);
 - record: it is well formed (a format and deal algorithm this engine reads);
 - moves: every move applies, in order, and the match ends;
@@ -71,13 +72,15 @@ def verify_record(data: Any) -> ReplayReport:
     failures: list[str] = []
     published = data.get("seedHash")
     seed = data.get("seed")
+    salt = data.get("salt")
     if published is not None:
         if not isinstance(seed, str):
             failures.append(f"seed check failed: the record's seed is {seed!r}, not a string")
-        elif seed_hash(seed) != published:
-            failures.append(
-                f"seed check failed: the seed hashes to {seed_hash(seed)}, the match published seedHash {published}"
-            )
+        elif salt is not None and not isinstance(salt, str):
+            failures.append(f"seed check failed: the record's salt is {salt!r}, not a string")
+        elif seed_hash(seed, salt) != published:
+            what = "the seed hashes" if salt is None else "the salt and seed hash (SHA-256 of salt:seed)"
+            failures.append(f"seed check failed: {what} to {seed_hash(seed, salt)}, the match published seedHash {published}")
     try:  # the dealt hands are checked once the moves are known to replay
         record = MatchRecord.from_dict({**data, "rounds": None})
     except RecordError as e:
@@ -131,7 +134,7 @@ def played_rounds(record: MatchRecord) -> list[PlayedRound]:
     """Every round of a record, as the spectator views of its replay showed them, with the
     dealt hands (which no spectator saw) from :meth:`MatchRecord.dealt_rounds`."""
     dealt = record.dealt_rounds()
-    state = new_match(record.config, record.seed)
+    state = new_match(record.config, record.seed, record.salt)
     view = state.view(None)
     rounds: list[PlayedRound] = []
     trump_chosen = False
@@ -174,7 +177,7 @@ def render_record(report: ReplayReport) -> str:
     head = f"match {report.match_id}" if report.match_id else "match"
     lines = [
         f"{head} | {config.ruleset.value} | {config.players} players | variants: {variants}",
-        f"seed {report.record.seed}",
+        f"seed {report.record.seed}" + ("" if report.record.salt is None else f" | salt {report.record.salt}"),
         "seats: " + ", ".join(f"{s} {label}" for s, label in enumerate(labels)),
         "",
     ]

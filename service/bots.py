@@ -15,16 +15,17 @@ twice what the last lease served when that was used up, what it served when it l
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import secrets
 import time
-import unicodedata
 
+from service import bot_names
 from service.errors import BadInput, Forbidden, RateLimited, Unauthenticated
 from service.matches import Caller
 from service.settings import Settings
-from service.store import BotStore
+from service.store import BotStore, Registration
 
 TOKEN_PREFIX = "wza_"
 
@@ -64,41 +65,65 @@ class BotService:
         self.bots = bots
         self.settings = settings
         self._leases: dict[str, Lease] = {}
+        #: one build of the look-alike index at a time in this process
+        self._indexing = asyncio.Lock()
 
     async def register(self, name: str, secret: str | None = None, address: str = "unknown") -> tuple[str, dict[str, str]]:
-        """A new bot and its token: ``(token, {"id", "name"})``. A client address may register
-        ``Settings.registrations_per_address_per_hour`` bots an hour."""
+        """A new bot and its token: ``(token, {"id", "name"})``. The name is kept in NFKC and
+        refused when it, or a name that looks like it, is taken (:mod:`service.bot_names`). A
+        client address may register ``Settings.registrations_per_address_per_hour`` bots an hour."""
         required = self.settings.registration_secret
         if required is not None and not (
             isinstance(secret, str) and hmac.compare_digest(secret.encode(), required.encode())
         ):
             raise Forbidden("registration is closed: pass the server's registration secret as `secret`")
-        name = self._valid_name(name)
+        name, lookalike = self._valid_name(name)
         per_hour = self.settings.registrations_per_address_per_hour
         wait_ms = await self.bots.take_registration(address, per_hour)
         if wait_ms:
-            raise RateLimited(
-                wait_ms / 1000, f"{per_hour} bots were registered from your address in the last hour"
-            )
+            raise RateLimited(wait_ms / 1000, f"{per_hour} bots were registered from your address in the last hour")
         bot_id = secrets.token_hex(8)
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        if not await self.bots.register(bot_id, name, hash_token(token)):
+        for _ in range(3):  # (the index is missing only until one build has finished)
+            outcome = await self.bots.register(bot_id, name, hash_token(token), lookalike, bot_names.KEY_VERSION)
+            if outcome is not Registration.INDEX_NOT_BUILT:
+                break
+            async with self._indexing:  # (a registration that waited here finds it built)
+                if await self.bots.lookalike_index_version() != bot_names.KEY_VERSION:
+                    await self.bots.index_lookalikes(bot_names.lookalike_key, bot_names.KEY_VERSION)
+        if outcome is not Registration.REGISTERED:
             await self.bots.give_back_registration(address)
-            raise BadInput(f"the name {name!r} is taken (names are case-insensitive): choose another")
+        if outcome is Registration.TAKEN:
+            raise BadInput(
+                f"the name {name!r} is taken, or too similar to an existing bot's name (names are compared "
+                "case-insensitively, and letters that look alike, as Cyrillic а and Latin a or 1 and l, count as the "
+                "same): choose another"
+            )
+        if outcome is not Registration.REGISTERED:
+            raise RuntimeError(f"the bot name index was not built for {bot_names.KEY_VERSION}")
         return token, {"id": bot_id, "name": name}
 
-    def _valid_name(self, name: object) -> str:
+    def _valid_name(self, name: object) -> tuple[str, str]:
+        """The name as registered (NFKC, trimmed) and its look-alike key, or BadInput."""
         limit = self.settings.bot_name_max_length
         if not isinstance(name, str):
             raise BadInput("name must be a string")
-        name = unicodedata.normalize("NFC", name).strip()
+        name = bot_names.normalized(name)
         if not name:
             raise BadInput("name must not be empty")
         if len(name) > limit:
-            raise BadInput(f"name is {len(name)} characters long; at most {limit} are allowed")
+            raise BadInput(f"name is {len(name)} characters long (in NFKC); at most {limit} are allowed")
         if not all(ch.isprintable() for ch in name):
             raise BadInput("name may hold only printable characters")
-        return name
+        lookalike = bot_names.lookalike_key(name)
+        if not lookalike:
+            raise BadInput("name must show at least one visible character")
+        if bot_names.imitates_house_bot(lookalike):
+            raise BadInput(
+                f"names that start with 'House' (in any spelling that looks like it) are kept for the server's house "
+                f"bots, such as 'House Random #1': choose another than {name!r}"
+            )
+        return name, lookalike
 
     async def authenticate(self, token: str | None) -> Caller | None:
         """The bot a token belongs to (None without a token); takes one request from its bucket."""

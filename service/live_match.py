@@ -53,11 +53,15 @@ class SeatHolder:
 
 @dataclass(slots=True)
 class MatchSettings:
-    """What is fixed when a match is created."""
+    """What is fixed when a match is created.
+
+    A match whose deals its creator stacked or whose seed its creator chose is never rated:
+    such settings cannot be made (``ValueError``), so no path can rate one."""
 
     config: MatchConfig
     move_timeout_ms: int
     rated: bool
+    #: whether the creator stacked a round's deal
     stacked: bool
     created_by: str
     created_at_ms: int
@@ -66,6 +70,12 @@ class MatchSettings:
     group: str | None = None
     #: when a match created with free seats is aborted if they are not all taken by then
     waiting_until_ms: int | None = None
+    #: whether the creator chose the seed (else the server drew it)
+    seed_chosen: bool = False
+
+    def __post_init__(self) -> None:
+        if self.rated and (self.stacked or self.seed_chosen):
+            raise ValueError("a match with stacked deals or a chosen seed is never rated")
 
     def to_json(self) -> str:
         c = self.config
@@ -83,6 +93,7 @@ class MatchSettings:
                 "tournament": self.tournament,
                 "group": self.group,
                 "waitingUntil": self.waiting_until_ms,
+                "seedChosen": self.seed_chosen,
             },
             separators=(",", ":"),
         )
@@ -90,9 +101,15 @@ class MatchSettings:
     @classmethod
     def from_json(cls, text: str | bytes, config: MatchConfig) -> MatchSettings:
         data = orjson.loads(text)
+        seed_chosen = data.get("seedChosen")
+        if seed_chosen is None:
+            # stored before the flag: the server drew the seed of a rated or a tournament's
+            # match; of any other it cannot tell, so it says chosen (a warning, not a claim)
+            seed_chosen = not (data["rated"] or data.get("tournament"))
         return cls(
-            config, data["moveTimeoutMs"], data["rated"], data["stacked"], data["createdBy"], data["createdAt"],
-            data.get("tournament"), data.get("group"), data.get("waitingUntil"),
+            # (stored before deals of empty rounds were refused, such a match said stacked)
+            config, data["moveTimeoutMs"], data["rated"], data["stacked"] and config.stacked, data["createdBy"],
+            data["createdAt"], data.get("tournament"), data.get("group"), data.get("waitingUntil"), seed_chosen,
         )
 
 

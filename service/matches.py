@@ -164,6 +164,7 @@ class MatchService:
         # checking the record's seed against it checks something the record did not derive
         state = stored.match.state
         record["seedHash"] = state.seed_hash
+        record["seedChosen"] = stored.match.settings.seed_chosen
         outcome = state.outcome
         record["winners"] = None if outcome is None else list(outcome.winners)
         record["seats"] = [None if h is None else {"id": h.id, "name": h.name, "house": h.house} for h in stored.match.seats]
@@ -183,12 +184,19 @@ class MatchService:
         if spec.seed is not None and spec.rated:
             raise BadInput("a rated match is dealt from a seed the server draws: drop `seed` or set rated: false")
         config = MatchConfig.create(spec.ruleset, spec.players, spec.variants, spec.first_dealer, spec.deals)
+        if spec.deals is not None and not config.stacked:
+            raise BadInput(
+                "deals stacks no round: give at least one round's cards (the whole deck in dealing order, "
+                "RULES.md); rounds left empty are shuffled from the seed. For no stacked deal, leave deals out"
+            )
         seed = spec.seed if spec.seed is not None else secrets.token_urlsafe(24)
-        state = new_match(config, seed)
+        # the salt (128 random bits) hides the seed in the published seedHash until the end:
+        # a seed its creator chose ("1234") cannot be found by trying likely seeds against it
+        state = new_match(config, seed, secrets.token_hex(16))
         created = now_ms()
         settings = MatchSettings(
-            config, timeout, spec.rated, spec.deals is not None, caller.bot_id, created,
-            waiting_until_ms=created + s.waiting_match_ttl_seconds * 1000,
+            config, timeout, spec.rated, config.stacked, caller.bot_id, created,
+            waiting_until_ms=created + s.waiting_match_ttl_seconds * 1000, seed_chosen=spec.seed is not None,
         )
         match = LiveMatch.new(secrets.token_hex(8), settings, state)
         try:

@@ -10,6 +10,8 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
 - ``deadlines``        sorted set: match id by when the workers' sweeper must look at it (ms):
   the deadline of its seats to act, or while seats are free, when it is aborted unless taken
 - ``{b:<id>}:bot``     hash: name, created; ``botname:<casefolded name>`` -> bot id
+- ``botlook:<look-alike key>`` -> bot id (``service.bot_names``); ``botnames:lookalike-index``
+  the key version that index is built for (absent: to be built)
 - ``{t:<sha256>}:bot`` the bot a token hash belongs to (tokens themselves are never stored)
 - ``{b:<id>}:matches`` set: matches the bot sits in that have not ended
 - ``{b:<id>}:waiting`` sorted set: matches the bot created whose seats are not all taken yet,
@@ -23,8 +25,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from enum import Enum
+from typing import Any, TypeVar
 
 import orjson
 from redis.asyncio import Redis
@@ -37,6 +40,8 @@ from service.redis_line import ScriptLine
 DEADLINES = "deadlines"
 #: Ended matches not yet settled (ratings, tournament standings), by when they ended.
 UNSETTLED = "matches:unsettled"
+
+T = TypeVar("T")
 
 # Commit one event: compare the version (and the id of the latest event, so that a snapshot
 # guessed from before a Redis failover cannot pass for the current one), append the event,
@@ -433,6 +438,46 @@ def registrations_key(address: str) -> str:
     return f"registrations:{address}"
 
 
+async def _batches(items: AsyncIterator[T], size: int) -> AsyncIterator[list[T]]:
+    batch: list[T] = []
+    async for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+# Register a bot, all or nothing: refused while the look-alike index is not built for this
+# key version (-1), when the case-folded name or its look-alike key is taken (0); else the
+# name, its look-alike key, the bot and its token hash, at once (1), so no half-registered
+# bot is ever visible and of two racing look-alikes exactly one wins.
+# KEYS: botname, botlook, bot, token, index version. ARGV: bot id, name, created, token JSON,
+# the key version.
+REGISTER_BOT = """
+if redis.call('GET', KEYS[5]) ~= ARGV[5] then return -1 end
+if redis.call('EXISTS', KEYS[1], KEYS[2]) > 0 then return 0 end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('SET', KEYS[2], ARGV[1])
+redis.call('HSET', KEYS[3], 'name', ARGV[2], 'created', ARGV[3])
+redis.call('SET', KEYS[4], ARGV[4])
+return 1
+"""
+#: the version of ``service.bot_names`` keys the look-alike index holds
+LOOKALIKE_INDEX = "botnames:lookalike-index"
+
+
+class Registration(Enum):
+    REGISTERED = 1
+    TAKEN = 0
+    INDEX_NOT_BUILT = -1
+
+
+def lookalike_key_name(key: str) -> str:
+    return f"botlook:{key}"
+
+
 class BotStore:
     """Registered bots, their token hashes, their open matches and the request buckets."""
 
@@ -442,6 +487,7 @@ class BotStore:
         self.scripts = scripts
         self._authenticate = redis.register_script(AUTHENTICATE)
         self._take_registration = redis.register_script(TAKE_REGISTRATION)
+        self._register = redis.register_script(REGISTER_BOT)
 
     async def take_registration(self, address: str, per_hour: int) -> int:
         """One registration from the address's hourly allowance: 0, or the ms to wait."""
@@ -451,15 +497,38 @@ class BotStore:
         """A registration that did not happen (its name was taken) costs the address nothing."""
         await self.redis.decr(registrations_key(address))
 
-    async def register(self, bot_id: str, name: str, token_hash: str) -> bool:
-        """False when the name (case-insensitive) is taken."""
-        if not await self.redis.set(f"botname:{name.casefold()}", bot_id, nx=True):
-            return False
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.hset(bot_key(bot_id), mapping={"name": name, "created": now_ms()})
-            pipe.set(f"{{t:{token_hash}}}:bot", json.dumps({"id": bot_id, "name": name, "hash": token_hash}))
-            await pipe.execute()
-        return True
+    async def register(self, bot_id: str, name: str, token_hash: str, lookalike: str, key_version: str) -> Registration:
+        """Register the bot unless its name (case-insensitive) or its look-alike key is taken,
+        or the look-alike index is not built for ``key_version`` (:meth:`index_lookalikes`)."""
+        keys = [f"botname:{name.casefold()}", lookalike_key_name(lookalike), bot_key(bot_id), f"{{t:{token_hash}}}:bot", LOOKALIKE_INDEX]
+        token_json = json.dumps({"id": bot_id, "name": name, "hash": token_hash})
+        return Registration(int(await self._register(keys=keys, args=[bot_id, name, now_ms(), token_json, key_version])))
+
+    async def lookalike_index_version(self) -> str | None:
+        """The key version the look-alike index is built for (None: not built)."""
+        version = await self.redis.get(LOOKALIKE_INDEX)
+        return None if version is None else version.decode()
+
+    async def index_lookalikes(self, lookalike_of: Callable[[str], str], key_version: str) -> int:
+        """Give every registered bot its look-alike key (bots registered before the index, or
+        under another key version), then mark the index built; idempotent, so processes that
+        do it at once agree. Of two earlier bots whose names look alike, the key names one;
+        either blocks every later look-alike. Returns the bots seen."""
+        seen = 0
+        async for name_keys in _batches(self.redis.scan_iter(match="botname:*", count=500), 500):
+            bot_ids = [b.decode() for b in await self.redis.mget(name_keys) if b is not None]
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for bot_id in bot_ids:
+                    pipe.hget(bot_key(bot_id), "name")
+                names = await pipe.execute()
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for bot_id, name in zip(bot_ids, names, strict=True):
+                    if name is not None:  # (the old two-step registration could leave a bot half-made)
+                        pipe.set(lookalike_key_name(lookalike_of(name.decode())), bot_id, nx=True)
+                        seen += 1
+                await pipe.execute()
+        await self.redis.set(LOOKALIKE_INDEX, key_version)
+        return seen
 
     async def by_token(
         self, token_hash: str, rate_per_ms: float, burst: int, wanted: int = 1, lease_ms: int = 1000

@@ -205,6 +205,17 @@ def test_same_seed_deals_the_same_hands():
     assert a.view(None).trump_card == b.view(None).trump_card
 
 
+def test_empty_rounds_of_deals_are_shuffled_from_the_seed_and_stack_nothing():
+    plain = MatchConfig.create("WIZARD", 4, first_dealer=1)
+    assert plain.stacked is False
+    for deals in ([], [[]], [[], [], []]):
+        config = MatchConfig.create("WIZARD", 4, first_dealer=1, deals=deals)
+        assert config.stacked is False, deals
+        a, b = new_match(config, seed="empty"), new_match(plain, seed="empty")
+        assert [a.view(s).hand for s in range(4)] == [b.view(s).hand for s in range(4)]
+    assert MatchConfig.create("WIZARD", 4, first_dealer=1, deals=[[], full_deck("WIZARD")]).stacked is True
+
+
 @pytest.mark.parametrize(
     ("ruleset", "players", "rounds"),
     [

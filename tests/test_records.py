@@ -289,7 +289,11 @@ def _malformed() -> Iterator[tuple[str, object]]:
     yield "None", None
     yield "empty", {}
     yield "no format", edit(lambda d: d.pop("format"))
-    yield "format 2", edit(lambda d: d.update(format=2))
+    yield "format 3", edit(lambda d: d.update(format=3))
+    yield "format true", edit(lambda d: d.update(format=True))
+    yield "salt not hex", edit(lambda d: d.update(salt="not:hex"))
+    yield "salt empty", edit(lambda d: d.update(salt=""))
+    yield "salt not text", edit(lambda d: d.update(salt=1234))
     yield "format as text", edit(lambda d: d.update(format="1"))
     yield "no config", edit(lambda d: d.pop("config"))
     yield "config not a dict", edit(lambda d: d.update(config="WIZARD"))
@@ -386,7 +390,7 @@ def test_every_truncation_is_refused() -> None:
 def test_wrong_version_magic_and_trailing_bytes_are_refused() -> None:
     data = SOME_BYTES[1]
     assert MatchState.from_bytes(data).to_bytes() == data
-    for version in (0, 2, 255):
+    for version in (0, 3, 255):
         with pytest.raises(RecordError, match="format"):
             MatchState.from_bytes(data[:3] + bytes([version]) + data[4:])
     with pytest.raises(RecordError):

@@ -6,6 +6,7 @@ a seat sees its hand, a spectator sees no card of a live hand."""
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import random
 import re
@@ -26,15 +27,18 @@ REPO = Path(__file__).resolve().parents[1]
 NAMES = ["ann", "bob", "house-random", "house-random"]
 
 
-def played_record(ruleset: str = "WIZARD", players: int = 4, variants: tuple[str, ...] = (), seed: str = "replay-1") -> dict[str, Any]:
+def played_record(
+    ruleset: str = "WIZARD", players: int = 4, variants: tuple[str, ...] = (), seed: str = "replay-1",
+    salt: str | None = None,
+) -> dict[str, Any]:
     """A finished match between house bots, as the record endpoint publishes it."""
     config = MatchConfig.create(ruleset, players, variants)
     bots = [HeuristicBot() if s % 2 == 0 else RandomBot() for s in range(players)]
-    state = play_match(config, seed, bots, random.Random(5))
+    state = play_match(config, seed, bots, random.Random(5), salt)
     data = state.record().to_dict()
     assert state.outcome is not None
     data.update(
-        seedHash=seed_hash(seed), winners=list(state.outcome.winners), matchId="m-1",
+        seedHash=seed_hash(seed, salt), winners=list(state.outcome.winners), matchId="m-1",
         seats=[{"id": f"b{s}", "name": NAMES[s % len(NAMES)], "house": None} for s in range(players)],
     )
     return data
@@ -137,6 +141,45 @@ def test_a_tampered_seed_fails_the_seed_check(tmp_path, record):
 def test_a_wrong_seed_hash_fails_the_seed_check(tmp_path, record):
     message = refused(tmp_path, {**record, "seedHash": seed_hash("another seed")}, "seed")
     assert seed_hash("another seed") in message and seed_hash(record["seed"]) in message  # expected vs got
+
+
+SALT = "c0ffee" * 5 + "00"
+
+
+@pytest.fixture(scope="module")
+def salted() -> dict[str, Any]:
+    return played_record(seed="1234", salt=SALT)
+
+
+def test_a_salted_record_verifies_against_the_salted_hash(tmp_path, salted):
+    assert salted["salt"] == SALT and salted["format"] == 2
+    assert salted["seedHash"] == hashlib.sha256(f"{SALT}:1234".encode()).hexdigest() != seed_hash("1234")
+    run = replay(tmp_path, salted)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.rstrip().splitlines()[-1] == "verified: seed matches seedHash, replay reproduces the recorded result"
+    assert f"seed 1234 | salt {SALT}" in run.stdout
+
+
+def test_a_tampered_salt_fails_the_seed_check(tmp_path, salted):
+    other = "0" * len(SALT)
+    message = refused(tmp_path, {**salted, "salt": other}, "seed")
+    assert seed_hash("1234", other) in message and salted["seedHash"] in message  # expected vs got
+    refused(tmp_path, {**salted, "salt": None}, "seed")  # the salt dropped: the bare seed's hash
+    refused(tmp_path, {k: v for k, v in salted.items() if k != "salt"}, "seed")
+    refused(tmp_path, {**salted, "salt": 7}, "seed")
+    assert "record check failed" in refused(tmp_path, {**salted, "salt": "not:hex"}, "seed")
+
+
+def test_a_tampered_seed_of_a_salted_record_fails_the_seed_check(tmp_path, salted):
+    refused(tmp_path, {**salted, "seed": "1235"}, "seed")
+
+
+def test_a_record_from_before_salts_still_verifies(tmp_path, record):
+    old = {**{k: v for k, v in record.items() if k != "salt"}, "format": 1}
+    run = replay(tmp_path, old, "--quiet")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "verified: seed matches seedHash, replay reproduces the recorded result\n"
+    assert "record check failed" in refused(tmp_path, {**old, "salt": SALT, "seedHash": seed_hash(old["seed"], SALT)}, "record")
 
 
 def test_a_tampered_move_fails(tmp_path, record):

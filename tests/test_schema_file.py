@@ -127,6 +127,7 @@ FIELDS = {
         "mySeat": "Int", "hand": "[String!]", "legalMoves": "[Move!]!", "seats": "[Seat!]!",
         "currentTrick": "[Play!]!", "completedTricks": "[Trick!]!", "lastTrick": "Trick",
         "roundResults": "[RoundResult!]!", "winners": "[Int!]", "seedHash": "String!", "seed": "String",
+        "salt": "String", "seedChosen": "Boolean!",
     },
     "Seat": {
         "seat": "Int!", "bot": "Bot", "score": "Int!", "bid": "Int", "tricks": "Int!", "timeouts": "Int!",

@@ -11,6 +11,7 @@ every variant set, for every seat and for a spectator (``view(None)``).
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 from collections import Counter
 
@@ -305,9 +306,12 @@ def test_hidden_bids_do_not_change_views(variant: Variant, players: int) -> None
 # ----------------------------------------------------------------------------- direct checks
 
 
-def _walk(config: MatchConfig, seed: str, rng: random.Random):  # noqa: ANN202
+SALT = "5a17" * 8
+
+
+def _walk(config: MatchConfig, seed: str, rng: random.Random, salt: str | None = None):  # noqa: ANN202
     """Yield (state, last move or None) after every move of a random match."""
-    state = new_match(config, seed=seed)
+    state = new_match(config, seed=seed, salt=salt)
     yield state, None, None
     while not state.is_finished:
         seat = rng.choice(state.awaiting())
@@ -319,19 +323,22 @@ def _walk(config: MatchConfig, seed: str, rng: random.Random):  # noqa: ANN202
 @pytest.mark.parametrize("triple", [t for t in TRIPLES if t[0] is Ruleset.WIZARD and t[1] in (3, 4)] + [
     (Ruleset.WIZARD_JUNIOR, 6, ()), (Ruleset.WIZARD_JUNIOR_CLASSIC, 5, (V.SECRET_BIDS, V.CLAIRVOYANCE))
 ], ids=label)
-def test_what_each_view_shows_as_rules_md_says(triple) -> None:  # noqa: ANN001
+@pytest.mark.parametrize("salt", [None, SALT], ids=["unsalted", "salted"])
+def test_what_each_view_shows_as_rules_md_says(triple, salt) -> None:  # noqa: ANN001
     """Spectators see no hand and no seed of a live match; seats see their own hand (under
     CLAIRVOYANCE round 1: every other hand and not their own); bids show up exactly when
-    RULES.md says; the seed shows once the match is over and hashes to seed_hash."""
+    RULES.md says; the seed and its salt show once the match is over and hash to seed_hash
+    (SHA-256 of ``salt ":" seed``, of the seed alone without a salt); no live view, nor its
+    JSON, holds the salt."""
     ruleset, n, variants = triple
     seed = f"views-{label(triple)}"
     config = MatchConfig.create(ruleset, n, variants)
     reveal = "SECRET" if V.SECRET_BIDS in variants else "HIDDEN" if V.HIDDEN_BIDS in variants else "AT_ONCE"
-    digest = hashlib.sha256(seed.encode()).hexdigest()
+    digest = hashlib.sha256((seed if salt is None else f"{salt}:{seed}").encode()).hexdigest()
     bids: list[int | None] = [None] * n
     past: list[list[int]] = []
     rng = random.Random(seed)
-    for state, seat, move in _walk(config, seed, rng):
+    for state, seat, move in _walk(config, seed, rng, salt):
         if move is not None and move.bid is not None:
             bids[seat] = move.bid
         finished = state.is_finished
@@ -348,6 +355,9 @@ def test_what_each_view_shows_as_rules_md_says(triple) -> None:  # noqa: ANN001
             where = f"{label(triple)} round {r} {state.phase.value} move {state.moves_made} viewer {viewer}"
             assert view.seed_hash == digest, where
             assert view.seed == (seed if finished else None), f"{where}: seed shown too early or not at the end"
+            assert view.salt == (salt if finished else None), f"{where}: salt shown too early or not at the end"
+            if salt is not None and not finished:
+                assert salt not in json.dumps(view.to_dict()), f"{where}: the salt is in a live view's JSON"
             assert view.my_seat == viewer
             if viewer is None:
                 assert view.hand is None and view.legal_moves == (), where
@@ -375,19 +385,22 @@ def test_what_each_view_shows_as_rules_md_says(triple) -> None:  # noqa: ANN001
 
 
 def test_spectator_sees_no_hand_and_no_seed_in_any_configuration() -> None:
-    for triple in TRIPLES:
+    for index, triple in enumerate(TRIPLES):
         ruleset, n, variants = triple
         rng = random.Random(label(triple))
         seed = f"spectator-{label(triple)}"
-        for state, _, _ in _walk(MatchConfig.create(ruleset, n, variants), seed, rng):
+        salt = f"{index:032x}" if index % 2 else None  # every other configuration salted
+        hashed = seed if salt is None else f"{salt}:{seed}"
+        for state, _, _ in _walk(MatchConfig.create(ruleset, n, variants), seed, rng, salt):
             view = state.view(None)
             data = view.to_dict()
             if state.is_finished:
-                assert data["seed"] == seed
+                assert data["seed"] == seed and data.get("salt") == salt
                 break
             assert data["hand"] is None and data["legalMoves"] == [] and data["mySeat"] is None
             assert all(s["hand"] is None for s in data["seats"]), label(triple)
-            assert data["seed"] is None and data["seedHash"] == hashlib.sha256(seed.encode()).hexdigest()
+            assert data["seed"] is None and data["seedHash"] == hashlib.sha256(hashed.encode()).hexdigest()
+            assert "salt" not in data and view.salt is None, f"{label(triple)}: a live view shows the salt"
             if state.round > 3:
                 break
 

@@ -259,9 +259,11 @@ def _unseen_codes(view: MatchView, seen: Iterable[str]) -> list[str]:
 HOUSE_BOTS: dict[str, type[HouseBot]] = {"RANDOM": RandomBot, "HEURISTIC": HeuristicBot}
 
 
-def play_match(config: MatchConfig, seed: str, bots: Sequence[HouseBot], rng: Random) -> MatchState:
+def play_match(
+    config: MatchConfig, seed: str, bots: Sequence[HouseBot], rng: Random, salt: str | None = None
+) -> MatchState:
     """A whole match between house bots, each deciding from its own view."""
-    state = new_match(config, seed)
+    state = new_match(config, seed, salt)
     while not state.is_finished:
         for seat in state.awaiting():
             state.apply(seat, bots[seat].act(state.view(seat), rng))

@@ -1,9 +1,10 @@
 """Keeping matches: a compact, versioned binary form of a live state, and the match record.
 
 - :func:`state_to_bytes` / :func:`state_from_bytes`: the live state, exactly, in well under
-  2 KB (the service keeps it in Redis).  Format version 1, little-endian; the first four
-  bytes are ``WZS`` and the version.
-- :class:`MatchRecord`: config, seed and every move in order; :meth:`MatchRecord.replay`
+  2 KB (the service keeps it in Redis).  Format version 2, little-endian; the first four
+  bytes are ``WZS`` and the version.  Version 2 added the salt after the seed; version 1
+  (no salt) is still read.
+- :class:`MatchRecord`: config, seed (and salt) and every move in order; :meth:`MatchRecord.replay`
   re-runs it through the engine and checks it ends as recorded.  ``state.record()`` gives
   it once the match is finished, with every seat's hand of every round.
 
@@ -31,12 +32,16 @@ from wizard.cards import CARD_IDS, CODES, codes_of, parse_cards
 from wizard.errors import RecordError, WizardError
 from wizard.moves import Move, move_of_action
 from wizard.rules import MatchConfig, Ruleset, Variant
-from wizard.shuffle import ALGORITHM_VERSION
+from wizard.shuffle import ALGORITHM_VERSION, salt_problem, seed_hash
 from wizard.state import NO_SEAT, MatchState, Phase, new_match
 from wizard.tricks import trick_table
 
-STATE_FORMAT = 1
-RECORD_FORMAT = 1
+STATE_FORMAT = 2
+#: the state formats :func:`state_from_bytes` reads (1: before salts)
+STATE_FORMATS_READ = (1, 2)
+RECORD_FORMAT = 2
+#: the record formats :meth:`MatchRecord.from_dict` reads (1: before salts)
+RECORD_FORMATS_READ = (1, 2)
 _MAGIC = b"WZS"
 _RULESETS = list(Ruleset)
 _VARIANTS = list(Variant)
@@ -85,16 +90,17 @@ def _text(out: bytearray, value: str) -> None:
     out += struct.pack("<H", len(raw)) + raw
 
 
-def _head_bytes(cfg: MatchConfig, seed: str) -> bytes:
-    """The part of a state that never changes (config and seed), encoded once per config:
-    a stacked match's 15 deals would otherwise be re-encoded on every save."""
+def _head_bytes(cfg: MatchConfig, seed: str, salt: str | None) -> bytes:
+    """The part of a state that never changes (config, seed and salt), encoded once per
+    config: a stacked match's 15 deals would otherwise be re-encoded on every save."""
     cached = cfg.__dict__.get("_state_head")
-    if cached is not None and cached[0] == seed:
+    if cached is not None and cached[0] == (seed, salt):
         return cached[1]  # type: ignore[no-any-return]
     out = bytearray()
     variant_bits = sum(1 << _VARIANTS.index(v) for v in cfg.variants)
     out += bytes([_RULESETS.index(cfg.ruleset), cfg.players, variant_bits, _opt(cfg.first_dealer)])
     _text(out, seed)
+    _text(out, salt or "")  # (a salt is never empty: empty is none)
     deals = cfg.deals
     out.append(_NONE if deals is None else len(deals))
     for rnd in deals or ():  # card ids, one byte each (codes come back from CODES)
@@ -102,16 +108,20 @@ def _head_bytes(cfg: MatchConfig, seed: str) -> bytes:
         out.append(len(ids))
         out += bytes(ids)
     head = bytes(out)
-    cfg.__dict__["_state_head"] = (seed, head)  # frozen dataclass: a cache, as cached_property does
+    cfg.__dict__["_state_head"] = ((seed, salt), head)  # frozen dataclass: a cache, as cached_property does
     return head
 
 
 @lru_cache(maxsize=4096)
-def _config_of_head(head: bytes) -> tuple[MatchConfig, str]:
-    """The config and seed :func:`_head_bytes` wrote (cached: one config object per match)."""
+def _config_of_head(head: bytes, version: int) -> tuple[MatchConfig, str, str | None]:
+    """The config, seed and salt :func:`_head_bytes` wrote (cached: one config object per
+    match); a version 1 head has no salt."""
     r = _Reader(head)
     ruleset, n, variant_bits, first = r.take("<4B")
     seed = r.text()
+    salt = (r.text() or None) if version >= 2 else None
+    if salt is not None and salt_problem(salt) is not None:
+        raise RecordError("serialised state has a malformed salt")
     deal_count = r.byte()
     deals = None
     if deal_count != _NONE:
@@ -125,14 +135,17 @@ def _config_of_head(head: bytes) -> tuple[MatchConfig, str]:
         _unopt(first),
         deals,
     )
-    config.__dict__["_state_head"] = (seed, head)
-    return config, seed
+    if version == STATE_FORMAT:  # (a version 1 head is written anew, with the salt)
+        config.__dict__["_state_head"] = ((seed, salt), head)
+    return config, seed, salt
 
 
-def _head_end(data: bytes) -> int:
+def _head_end(data: bytes, version: int) -> int:
     """Where the header that starts at byte 4 ends."""
     pos = 8
-    pos += 2 + struct.unpack_from("<H", data, pos)[0]
+    pos += 2 + struct.unpack_from("<H", data, pos)[0]  # the seed
+    if version >= 2:
+        pos += 2 + struct.unpack_from("<H", data, pos)[0]  # the salt
     deal_count = data[pos]
     pos += 1
     if deal_count != _NONE:
@@ -169,7 +182,7 @@ def state_to_bytes(state: MatchState) -> bytes:
         tail += tricks
     log = state._log
     return b"".join((
-        _MAGIC, _FORMAT_BYTE, _head_bytes(state.config, state.seed), bytes(small),
+        _MAGIC, _FORMAT_BYTE, _head_bytes(state.config, state.seed, state.salt), bytes(small),
         _HANDS[n].pack(*state._hands), bytes(seats), _SCORES[n].pack(*state._scores), bytes(tail),
         struct.pack(f"<H{len(log)}H", len(log), *log),
     ))
@@ -194,18 +207,20 @@ def state_from_bytes(data: bytes) -> MatchState:
 def _state_from_bytes(data: bytes) -> MatchState:
     if data[:3] != _MAGIC:
         raise RecordError("not a serialised match state")
-    if data[3] != STATE_FORMAT:
-        raise RecordError(f"state format {data[3]} is not supported (this engine reads {STATE_FORMAT})")
-    end = _head_end(data)
+    version = data[3]
+    if version not in STATE_FORMATS_READ:
+        raise RecordError(f"state format {version} is not supported (this engine reads {_formats(STATE_FORMATS_READ)})")
+    end = _head_end(data, version)
     if end > len(data):
         raise RecordError("serialised state is truncated")
-    config, seed = _config_of_head(bytes(data[4:end]))
+    config, seed, salt = _config_of_head(bytes(data[4:end]), version)
     n = config.players
     r = _Reader(data)
     r.pos = end
     s = MatchState.__new__(MatchState)
     s.config = config
     s.seed = seed
+    s.salt = salt
     s._n = n
     (s._round, s._dealer, s._first_dealer, phase, to_act, trump_card, trump_suit, leader,
      s._lead, s._win_pos) = r.take("<10B")
@@ -277,6 +292,13 @@ class MatchRecord:
     moves: tuple[tuple[int, Move], ...]
     #: final totals by seat, once the match is finished
     scores: tuple[int, ...] | None = None
+    #: the salt of the match's ``seed_hash`` (None: the hash is of the seed alone)
+    salt: str | None = None
+
+    @property
+    def seed_hash(self) -> str:
+        """The ``seedHash`` the match published at its start, if the record is true."""
+        return seed_hash(self.seed, self.salt)
 
     def replay(self) -> MatchState:
         """Re-run the record; raises :class:`RecordError` if a move does not apply, or, for
@@ -310,6 +332,7 @@ class MatchRecord:
                 "deals": None if cfg.deals is None else [list(r) for r in cfg.deals],
             },
             "seed": self.seed,
+            "salt": self.salt,
             "moves": [{"seat": seat, **move.to_dict()} for seat, move in self.moves],
             "scores": None if self.scores is None else list(self.scores),
             "rounds": [
@@ -321,8 +344,11 @@ class MatchRecord:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MatchRecord:
         try:
-            if data.get("format") != RECORD_FORMAT:
-                raise RecordError(f"record format {data.get('format')!r} is not supported (this engine reads {RECORD_FORMAT})")
+            version = data.get("format")
+            if isinstance(version, bool) or version not in RECORD_FORMATS_READ:
+                raise RecordError(
+                    f"record format {version!r} is not supported (this engine reads {_formats(RECORD_FORMATS_READ)})"
+                )
             algorithm = data.get("dealAlgorithm", ALGORITHM_VERSION)
             if algorithm != ALGORITHM_VERSION:
                 raise RecordError(
@@ -335,7 +361,12 @@ class MatchRecord:
                 raise RecordError(f"the record's seed must be a non-empty string, not {seed!r}")
             moves = tuple((_whole(m["seat"], "seat"), Move.from_dict({k: v for k, v in m.items() if k != "seat"})) for m in data["moves"])
             scores = None if data.get("scores") is None else tuple(_whole(x, "score") for x in data["scores"])
-            record = cls(config, seed, moves, scores)
+            salt = data.get("salt")
+            if salt is not None and version < 2:
+                raise RecordError("a format 1 record has no salt (salts came with format 2)")
+            if salt is not None and (problem := salt_problem(salt)) is not None:
+                raise RecordError(f"the record's {problem}")
+            record = cls(config, seed, moves, scores, salt)
             _start(record)  # a seed or stacked deal the engine refuses is refused here
         except RecordError:
             raise
@@ -352,6 +383,10 @@ class MatchRecord:
         return record
 
 
+def _formats(versions: tuple[int, ...]) -> str:
+    return " and ".join(map(str, versions))
+
+
 def _whole(value: object, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise RecordError(f"a {what} in the record must be a whole number, not {value!r}")
@@ -360,7 +395,7 @@ def _whole(value: object, what: str) -> int:
 
 def _start(record: MatchRecord) -> MatchState:
     try:
-        return new_match(record.config, record.seed)
+        return new_match(record.config, record.seed, record.salt)
     except WizardError as e:
         raise RecordError(f"the record's match cannot be set up: {e}") from None
 
@@ -395,5 +430,5 @@ def record_of(state: MatchState) -> MatchRecord:
     if not state.is_finished:
         raise RecordError("the full record (hands and seed) is available only once the match is finished")
     moves = tuple((entry >> 8, move_of_action(entry & 0xFF)) for entry in state._log)
-    return MatchRecord(state.config, state.seed, moves, tuple(state._scores))
+    return MatchRecord(state.config, state.seed, moves, tuple(state._scores), state.salt)
 

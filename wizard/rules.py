@@ -164,6 +164,11 @@ class MatchConfig:
         return cls(ruleset, players, variant_set, first_dealer, deals)  # type: ignore[arg-type]
 
     @cached_property
+    def stacked(self) -> bool:
+        """Whether any round's deal is given (``deals`` of empty rounds only stacks nothing)."""
+        return any(self.deals or ())
+
+    @cached_property
     def info(self) -> RulesetInfo:
         return RULESETS[self.ruleset]
 

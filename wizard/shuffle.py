@@ -26,6 +26,12 @@ and answers ``u mod b``.
   one stream with label ``round-r`` (each pile fully, 14 draws); every seat draws the first
   ``r + 3`` cards of its own pile.
 
+**The commitment.**  At its start a match publishes ``seedHash``, the SHA-256 (hex) of
+``salt ":" seed``, where the salt is lowercase hex drawn by the server; at its end it reveals
+the seed and the salt, and anyone can check the hash (:func:`seed_hash`).  The salt only
+hides the seed: the deals come from the seed alone.  A match without a salt (made before
+salts existed, or by the engine without one) publishes the SHA-256 of the seed alone.
+
 >>> shuffled(list(range(5)), "example", "round-1")
 [3, 2, 4, 0, 1]
 """
@@ -137,6 +143,30 @@ def round_label(round_number: int) -> str:
     return f"round-{round_number}"
 
 
-def seed_hash(seed: str) -> str:
-    """SHA-256 (hex) of the seed: published at the start so the seed can be checked later."""
-    return hashlib.sha256(seed.encode()).hexdigest()
+#: a salt is lowercase hex (so it holds no ``:`` and ``salt ":" seed`` splits one way only)
+SALT_DIGITS = frozenset("0123456789abcdef")
+MAX_SALT_LENGTH = 64
+
+
+def seed_hash(seed: str, salt: str | None = None) -> str:
+    """The ``seedHash`` a match publishes at its start, so that the seed it reveals at the end
+    can be checked: the SHA-256 (hex) of ``salt ":" seed`` (UTF-8), or of the seed alone for
+    a match without a salt (one made before salts, or by the engine without one).
+
+    The salt, drawn by the server and revealed with the seed, is what keeps a seed its creator
+    chose (``"1234"``) from being found by trying likely seeds against the hash.
+
+    >>> seed_hash("1234") == hashlib.sha256(b"1234").hexdigest()
+    True
+    >>> seed_hash("1234", "00ff") == hashlib.sha256(b"00ff:1234").hexdigest()
+    True
+    """
+    text = seed if salt is None else f"{salt}:{seed}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def salt_problem(salt: object) -> str | None:
+    """Why ``salt`` cannot be a match's salt (None: it can)."""
+    if not isinstance(salt, str) or not 0 < len(salt) <= MAX_SALT_LENGTH or not SALT_DIGITS.issuperset(salt):
+        return f"the salt must be 1 to {MAX_SALT_LENGTH} lowercase hex digits, not {salt!r}"
+    return None

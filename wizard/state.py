@@ -51,7 +51,7 @@ from wizard.errors import (
 )
 from wizard.moves import ACTION_BID, ACTION_TRUMP, Move, move_of_action
 from wizard.rules import PILE_SIZE, POINTS, MatchConfig, Scoring
-from wizard.shuffle import SeedStream, fresh_shuffle, round_label, seed_hash
+from wizard.shuffle import SeedStream, fresh_shuffle, round_label, salt_problem, seed_hash
 from wizard.tricks import trick_table
 
 
@@ -127,7 +127,7 @@ class MatchState:
     """A match from its first deal to its end. Build one with :func:`new_match`."""
 
     __slots__ = (
-        "config", "seed", "_n", "_round", "_dealer", "_first_dealer", "_phase", "_to_act",
+        "config", "seed", "salt", "_n", "_round", "_dealer", "_first_dealer", "_phase", "_to_act",
         "_trump_card", "_trump_suit", "_hands", "_bids", "_tricks", "_scores", "_leader",
         "_trick", "_lead", "_win_pos", "_done", "_last_trick", "_results", "_log",
         "_single", "_beats", "_size",
@@ -135,6 +135,8 @@ class MatchState:
 
     config: MatchConfig
     seed: str
+    #: hides the seed in ``seed_hash`` until the end (None: the hash is of the seed alone)
+    salt: str | None
 
     # ----------------------------------------------------------------- public facts
     @property
@@ -173,7 +175,7 @@ class MatchState:
 
     @property
     def seed_hash(self) -> str:
-        return seed_hash(self.seed)
+        return seed_hash(self.seed, self.salt)
 
     @property
     def outcome(self) -> Outcome | None:
@@ -941,8 +943,11 @@ def first_dealer(config: MatchConfig, seed: str) -> int:
     return SeedStream(seed, "dealer").uniform(config.players)
 
 
-def new_match(config: MatchConfig, seed: str) -> MatchState:
+def new_match(config: MatchConfig, seed: str, salt: str | None = None) -> MatchState:
     """A match at its first move: round 1 dealt, trump turned.
+
+    ``salt`` (lowercase hex) goes into ``seed_hash`` with the seed, and is revealed with the
+    seed once the match is over; it does not change the deals (see :mod:`wizard.shuffle`).
 
     Every stacked round of ``config.deals`` is checked now, against the dealer of its
     round, so a bad deal is refused before the match starts (:class:`DealError`).
@@ -955,11 +960,14 @@ def new_match(config: MatchConfig, seed: str) -> MatchState:
         raise ConfigError("the seed must be text that UTF-8 can encode (no lone surrogates)") from None
     if encoded > MAX_SEED_BYTES:
         raise ConfigError(f"the seed is {encoded} bytes long; at most {MAX_SEED_BYTES} are allowed")
+    if salt is not None and (problem := salt_problem(salt)) is not None:
+        raise ConfigError(problem)
     dealer = first_dealer(config, seed)
     if config.deals is not None:
         for r in range(1, len(config.deals) + 1):
             _validated_stacked_round(config, r, (dealer + r - 1) % config.players)
     state = undealt_match(config, seed, dealer)
+    state.salt = salt
     state._deal(1, dealer)
     return state
 
@@ -970,6 +978,7 @@ def undealt_match(config: MatchConfig, seed: str, dealer: int) -> MatchState:
     state = MatchState.__new__(MatchState)
     state.config = config
     state.seed = seed
+    state.salt = None
     n = state._n = config.players
     state._first_dealer = dealer
     # SINGLE_SUIT has no following: a lead that never matches any suit turns it off.

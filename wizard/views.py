@@ -8,7 +8,8 @@ A view is built from the state by :func:`build_view` (called as ``state.view(sea
   bid is in) and SECRET_BIDS (shown once the round is over, in ``round_results``); a seat
   always sees its own bid;
 - played cards, the turned trump card, tricks and scores are public;
-- the seed is shown only once the match is finished (its hash from the start).
+- the seed and its salt are shown only once the match is finished (their hash from the
+  start).
 
 Two states that differ only in cards a seat cannot see give that seat equal views.
 """
@@ -97,6 +98,9 @@ class MatchView:
     moves_made: int
     seed_hash: str
     seed: str | None
+    #: the salt hashed with the seed into ``seed_hash``, shown with the seed (None until the
+    #: match is finished, and for a match without a salt)
+    salt: str | None = None
 
     @property
     def my_bid(self) -> int | None:
@@ -107,8 +111,13 @@ class MatchView:
         return 0 if self.my_seat is None else self.seats[self.my_seat].tricks
 
     def to_dict(self) -> dict[str, Any]:
-        """The view as plain JSON data, with the API's camelCase field names."""
-        return _jsonable(self)  # type: ignore[no-any-return]
+        """The view as plain JSON data, with the API's camelCase field names. ``salt`` is
+        there only when the view shows one, so a match without a salt reads as it did before
+        salts existed."""
+        data: dict[str, Any] = _jsonable(self)
+        if self.salt is None:
+            del data["salt"]
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MatchView:
@@ -161,6 +170,7 @@ class MatchView:
             moves_made=data["movesMade"],
             seed_hash=data["seedHash"],
             seed=data["seed"],
+            salt=data.get("salt"),
         )
 
     def cards_played_this_round(self) -> tuple[str, ...]:
@@ -267,4 +277,5 @@ def build_view(state: MatchState, viewer: int | None) -> MatchView:
         moves_made=len(state._log),
         seed_hash=state.seed_hash,
         seed=state.seed if finished else None,
+        salt=state.salt if finished else None,
     )

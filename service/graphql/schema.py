@@ -7,10 +7,12 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import strawberry
-from graphql import GraphQLError
+from graphql import DocumentNode, GraphQLError, OperationDefinitionNode
 from strawberry.extensions import MaxTokensLimiter
 from strawberry.schema.config import StrawberryConfig
+from strawberry.schema.exceptions import CannotGetOperationTypeError
 from strawberry.types import ExecutionContext, ExecutionResult, Info
+from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType
 
 from service.errors import BadInput, NotFound
@@ -231,6 +233,39 @@ class ArenaSchema(strawberry.Schema):
     def process_errors(self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None) -> None:
         # Client errors are answers, not incidents; ErrorCodes logs the unexpected ones.
         return None
+
+    async def _prepare_operation_async(self, context: ExecutionContext, extensions_runner: Any) -> PreExecutionError | None:
+        # Which operation of the document runs, as the GraphQL spec's GetOperation says: the
+        # one operationName names, or the only one. strawberry (0.341) instead runs the first
+        # operation of a document that names none, and fails an unknown operationName outside
+        # GraphQL (an HTTP 400, a closed WebSocket). Both are refused here, for HTTP and the
+        # WebSocket alike (both prepare through this method), as a BAD_INPUT error.
+        try:
+            refused = await super()._prepare_operation_async(context, extensions_runner)
+        except CannotGetOperationTypeError:
+            refused = None  # no operation of that name (or none at all): said below
+        document = context.graphql_document
+        if refused is None and document is not None:
+            problem = operation_choice_problem(document, context._provided_operation_name)
+            if problem is not None:
+                context.pre_execution_errors = [GraphQLError(problem, original_error=BadInput(problem))]
+                refused = PreExecutionError(data=None, errors=context.pre_execution_errors)
+        return refused
+
+
+def operation_choice_problem(document: DocumentNode, operation_name: str | None) -> str | None:
+    """Why no operation of ``document`` can run for ``operation_name`` (None: one can)."""
+    names = [d.name.value if d.name else None for d in document.definitions if isinstance(d, OperationDefinitionNode)]
+    if not names:
+        return "this document has no operation: send a query, a mutation or a subscription"
+    if operation_name is None:
+        if len(names) > 1:
+            return f"this document has {len(names)} operations: name one with operationName"
+        return None
+    if operation_name not in names:
+        known = ", ".join(n for n in names if n) or "none has a name"
+        return f"this document has no operation named {operation_name!r} (its operations: {known}): fix operationName"
+    return None
 
 
 def build_schema(settings: Settings) -> strawberry.Schema:

@@ -157,7 +157,11 @@ class Match:
     deadline: datetime | None = strawberry.field(description="When the seat(s) to act time out (UTC).")
     move_timeout_ms: int
     rated: bool
-    stacked: bool = strawberry.field(description="Whether the deals were stacked by the creator.")
+    stacked: bool = strawberry.field(description="Whether the creator stacked a round's deal.")
+    seed_chosen: bool = strawberry.field(
+        description="Whether the creator chose the seed (`createMatch(seed:)`) rather than the server: such a match "
+        "is never rated. (For a match from before this field: true unless rated or a tournament's.)"
+    )
     created_by: strawberry.ID
     created_at: datetime
     my_seat: int | None
@@ -170,8 +174,15 @@ class Match:
     round_results: list[RoundResult] = strawberry.field(metadata=ListBound(MAX_ROUNDS).metadata())
     winners: list[int] | None
     moves_made: int
-    seed_hash: str = strawberry.field(description="SHA-256 (hex) of the seed, published at the start.")
+    seed_hash: str = strawberry.field(
+        description="Published at the start: SHA-256 (hex) of salt + \":\" + seed (UTF-8), or of the seed alone "
+        "for a match without a salt (made before salts, or a tournament's). RULES.md shows how to check it."
+    )
     seed: str | None = strawberry.field(description="The seed, once the match has finished.")
+    salt: str | None = strawberry.field(
+        description="The server-drawn salt hashed with the seed into seedHash (lowercase hex), once the match has "
+        "finished; null before, and for a match without one."
+    )
 
 
 def _datetime(ms: int | None) -> datetime | None:
@@ -214,6 +225,7 @@ class LiveMatchType(Match):
     move_timeout_ms = property(lambda self: self._live.settings.move_timeout_ms)
     rated = property(lambda self: self._live.settings.rated)
     stacked = property(lambda self: self._live.settings.stacked)
+    seed_chosen = property(lambda self: self._live.settings.seed_chosen)
     created_by = property(lambda self: strawberry.ID(self._live.settings.created_by))
     created_at = property(lambda self: _datetime(self._live.settings.created_at_ms))
     my_seat = property(lambda self: self._seat)
@@ -226,6 +238,7 @@ class LiveMatchType(Match):
     moves_made = property(lambda self: self._live.state.moves_made)
     seed_hash = property(lambda self: self._live.state.seed_hash)
     seed = property(lambda self: self._view.seed)
+    salt = property(lambda self: self._view.salt)
 
     @property
     def seats(self) -> list[Seat]:  # type: ignore[override]

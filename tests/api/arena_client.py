@@ -162,14 +162,14 @@ class Api:
 
 MATCH_FIELDS = """
 id ruleset variants players status version round rounds handSize dealer phase trumpCard trumpSuit leadSuit
-toAct awaiting deadline moveTimeoutMs rated stacked createdBy createdAt mySeat hand
+toAct awaiting deadline moveTimeoutMs rated stacked seedChosen createdBy createdAt mySeat hand
 legalMoves { bid card trump }
 seats { seat bot { id name } houseBot score bid tricks timeouts hand }
 currentTrick { seat card }
 completedTricks { leader plays { seat card } winner }
 lastTrick { leader plays { seat card } winner }
 roundResults { round seats { seat bid tricks points } }
-winners movesMade seedHash seed
+winners movesMade seedHash seed salt
 """
 
 

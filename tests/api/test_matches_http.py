@@ -104,7 +104,7 @@ def test_create_match_defaults(api):
     assert match["variants"] == []
     assert match["moveTimeoutMs"] == 10_000
     assert match["rated"] is False
-    assert match["stacked"] is False
+    assert match["stacked"] is False and match["seedChosen"] is False
     assert match["players"] == 3 and match["rounds"] == 20 and match["round"] == 1
     assert match["status"] == "WAITING" and match["version"] == 1
     assert match["createdBy"] == bot_id
@@ -218,8 +218,11 @@ def test_same_seed_same_deals(api):
         matches.append([api.match(match_id, t) for t in tokens])
     first, second = matches
     assert first[0]["id"] != second[0]["id"]
-    assert first[0]["seedHash"] == second[0]["seedHash"] == hashlib.sha256(seed.encode()).hexdigest()
-    assert first[0]["seed"] is None  # not before the end
+    # each match hashes the seed with a salt of its own: the hash gives no seed away
+    assert first[0]["seedHash"] != second[0]["seedHash"]
+    assert hashlib.sha256(seed.encode()).hexdigest() not in (first[0]["seedHash"], second[0]["seedHash"])
+    assert first[0]["seed"] is None and first[0]["salt"] is None  # not before the end
+    assert first[0]["seedChosen"] is True
     assert first[0]["dealer"] == second[0]["dealer"]
     assert first[0]["trumpCard"] == second[0]["trumpCard"]
     assert [v["hand"] for v in first] == [v["hand"] for v in second]
@@ -608,13 +611,14 @@ def test_after_the_end_anyone_sees_the_seed(api):
         api.add_house_bot(token, match_id, "HEURISTIC")
     api.join(token, match_id)
     live = api.match(match_id)
-    assert live["seed"] is None and live["seedHash"] == hashlib.sha256(seed.encode()).hexdigest()
+    assert live["seed"] is None and live["salt"] is None
     api.play_out(token, match_id)
     for viewer in (None, token):
         view = api.match(match_id, viewer)
         assert view["status"] == "FINISHED"
         assert view["seed"] == seed
-        assert hashlib.sha256(view["seed"].encode()).hexdigest() == view["seedHash"] == live["seedHash"]
+        hashed = f"{view['salt']}:{view['seed']}"
+        assert hashlib.sha256(hashed.encode()).hexdigest() == view["seedHash"] == live["seedHash"]
 
 
 def bid_views(api: Any, match_id: str, tokens: Sequence[str]) -> list[list[int | None]]:

@@ -403,8 +403,8 @@ def test_no_record_before_the_end(api):
 
 def check_record(api: Any, match_id: str, final: dict[str, Any]) -> dict[str, Any]:
     record = ok(api.http.get(f"/api/matches/{match_id}/record"))  # public: no token needed
-    assert hashlib.sha256(record["seed"].encode()).hexdigest() == final["seedHash"]
-    assert record["seed"] == final["seed"]
+    assert hashlib.sha256(f"{record['salt']}:{record['seed']}".encode()).hexdigest() == final["seedHash"]
+    assert record["seed"] == final["seed"] and record["salt"] == final["salt"]
     scores = tuple(s["score"] for s in final["seats"])
     assert tuple(record["scores"]) == scores
     replayed = MatchRecord.from_dict(record).replay()
