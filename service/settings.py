@@ -24,6 +24,11 @@ class Settings(BaseSettings):
         default=Path(".wizard-arena"),
         description="where the embedded Redis server keeps its data (append-only file) and socket",
     )
+    data_dir_wait_seconds: float = Field(
+        default=30.0, ge=0,
+        description="how long `up` waits for the processes of an `up` that ended (a killed one's Redis and worker) "
+        "to let go of the data folder before it says which processes hold it",
+    )
     registration_secret: str | None = Field(
         default=None,
         description="when set, registerBot requires this secret (closed registration)",
