@@ -77,11 +77,14 @@ def _configure_logging(level: str) -> None:
 def _serve(args: argparse.Namespace) -> None:
     import uvicorn
 
+    from service.http_limits import raise_open_files_limit, slow_client_protocol
     from service.settings import Settings
 
-    if not Settings().redis_url:
+    settings = Settings()
+    if not settings.redis_url:
         sys.exit("wizard-arena serve: set REDIS_URL to your Redis server (or run `wizard-arena up`, which starts one)")
     _configure_logging(args.log_level)
+    raise_open_files_limit()  # inherited by the --workers processes
     uvicorn.run(
         "service.app:create_app",
         factory=True,
@@ -90,6 +93,7 @@ def _serve(args: argparse.Namespace) -> None:
         workers=args.workers,
         log_level=args.log_level,
         access_log=args.access_log,
+        http=slow_client_protocol(settings),  # type: ignore[arg-type]
     )
 
 
@@ -122,6 +126,7 @@ def _up(args: argparse.Namespace) -> None:
     import uvicorn
 
     from service.embedded_redis import AofDamaged, DataDirBusy, DataDirLock, EmbeddedRedis, die_with_parent
+    from service.http_limits import raise_open_files_limit, slow_client_protocol
     from service.settings import Settings
 
     _configure_logging(args.log_level)
@@ -132,6 +137,7 @@ def _up(args: argparse.Namespace) -> None:
     if args.repair_aof and settings.redis_url:
         sys.exit("wizard-arena up: --repair-aof is for the embedded Redis's file; REDIS_URL is set, so `up` uses that "
                  "server: check its file with its own redis-check-aof")
+    raise_open_files_limit()
     host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0") else args.host
     api = f"http://{host}:{args.port}"
     lock = embedded = None
@@ -165,7 +171,7 @@ def _up(args: argparse.Namespace) -> None:
         print(f"GraphiQL: {api}/graphql", flush=True)
         uvicorn.run(
             "service.app:create_app", factory=True, host=args.host, port=args.port,
-            log_level=args.log_level, access_log=False,
+            log_level=args.log_level, access_log=False, http=slow_client_protocol(settings),  # type: ignore[arg-type]
         )
     finally:
         if lock is not None:
