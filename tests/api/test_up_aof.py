@@ -144,3 +144,47 @@ def test_malformed_bytes_are_damage(small_aof: Path, change: tuple[bytes, bytes]
     assert not check.valid and not check.truncated, check
     with pytest.raises(AofDamaged, match=re.escape(f"{small_aof} is damaged at byte {check.good}")):
         prepare_aof(small_aof, say=lambda _: None)
+
+
+def test_after_a_rewrite_the_rdb_preamble_is_checked_too(tmp_path: Path) -> None:
+    """A rewritten file starts with an RDB snapshot: a cut tail after it is still a cut (and
+    Redis loads the rest), damage inside it is damage from byte 0."""
+    import redis
+    from tests.api.arena_client import wait_until
+
+    folder = tmp_path / "redis"
+    server = EmbeddedRedis(folder)
+    client = redis.Redis.from_url(server.start())
+    client.set("before", "1")
+    client.bgrewriteaof()
+    persistence = lambda: client.info("persistence")  # noqa: E731
+    wait_until(lambda: not persistence()["aof_rewrite_in_progress"] and not persistence()["aof_rewrite_scheduled"],
+               "the rewrite to end")
+    with client.pipeline(transaction=True) as pipe:
+        pipe.set("after", "2").set("after-too", "3").execute()
+    client.close()
+    server.stop()
+    aof = folder / "appendonly.aof"
+    whole = aof.read_bytes()
+    assert whole.startswith(b"REDIS"), "the rewrite wrote an RDB preamble"
+
+    start = whole.rindex(MULTI)
+    aof.write_bytes(whole[: start + 20])
+    check = check_aof(aof)
+    assert (check.size, check.good, check.truncated) == (start + 20, start, True), check
+    prepare_aof(aof, say=lambda _: None)
+    server = EmbeddedRedis(folder)
+    client = redis.Redis.from_url(server.start())
+    try:
+        assert (client.get("before"), client.get("after")) == (b"1", None)
+    finally:
+        client.close()
+        server.stop()
+
+    damaged = bytearray(whole)
+    damaged[12] ^= 0xFF  # inside the snapshot, which its checksum guards
+    aof.write_bytes(bytes(damaged))
+    check = check_aof(aof)
+    assert (check.good, check.truncated) == (0, False), check
+    with pytest.raises(AofDamaged, match="is damaged at byte 0 of"):
+        prepare_aof(aof, say=lambda _: None)
