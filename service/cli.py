@@ -77,11 +77,14 @@ def _configure_logging(level: str) -> None:
 def _serve(args: argparse.Namespace) -> None:
     import uvicorn
 
+    from service.http_limits import raise_open_files_limit, slow_client_protocol
     from service.settings import Settings
 
-    if not Settings().redis_url:
+    settings = Settings()
+    if not settings.redis_url:
         sys.exit("wizard-arena serve: set REDIS_URL to your Redis server (or run `wizard-arena up`, which starts one)")
     _configure_logging(args.log_level)
+    raise_open_files_limit()  # inherited by the --workers processes
     uvicorn.run(
         "service.app:create_app",
         factory=True,
@@ -90,6 +93,7 @@ def _serve(args: argparse.Namespace) -> None:
         workers=args.workers,
         log_level=args.log_level,
         access_log=args.access_log,
+        http=slow_client_protocol(settings),  # type: ignore[arg-type]
     )
 
 
@@ -108,13 +112,21 @@ def _exit_on_signal(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
+def _say(message: str) -> None:
+    print(f"wizard-arena up: {message}", file=sys.stderr, flush=True)
+
+
 def _up(args: argparse.Namespace) -> None:
+    """API, worker and (without REDIS_URL) the embedded Redis, as one run that holds the data
+    folder: its lock is inherited by every child, which dies with this process (see
+    service.embedded_redis); stopped in order, the worker before the Redis it works on."""
     import os
     import subprocess
 
     import uvicorn
 
-    from service.embedded_redis import EmbeddedRedis
+    from service.embedded_redis import AofDamaged, DataDirBusy, DataDirLock, EmbeddedRedis, die_with_parent
+    from service.http_limits import raise_open_files_limit, slow_client_protocol
     from service.settings import Settings
 
     _configure_logging(args.log_level)
@@ -122,28 +134,70 @@ def _up(args: argparse.Namespace) -> None:
     # the embedded Redis below be stopped too, instead of killing this process on the spot.
     signal.signal(signal.SIGTERM, _exit_on_signal)
     settings = Settings()
-    embedded = None
+    if args.repair_aof and settings.redis_url:
+        sys.exit("wizard-arena up: --repair-aof is for the embedded Redis's file; REDIS_URL is set, so `up` uses that "
+                 "server: check its file with its own redis-check-aof")
+    raise_open_files_limit()
+    host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0") else args.host
+    api = f"http://{host}:{args.port}"
+    lock = embedded = None
     env = dict(os.environ)
     if not settings.redis_url:
-        embedded = EmbeddedRedis(settings.data_dir)
-        env["REDIS_URL"] = os.environ["REDIS_URL"] = embedded.start()
+        try:
+            lock = DataDirLock(settings.data_dir).acquire(
+                "wizard-arena up", settings.data_dir_wait_seconds, api=api, on_wait=_say
+            )
+        except DataDirBusy as busy:
+            sys.exit(f"wizard-arena up: {busy}")
+        embedded = EmbeddedRedis(settings.data_dir, lock=lock, repair_aof=args.repair_aof, say=_say)
+        try:
+            env["REDIS_URL"] = os.environ["REDIS_URL"] = embedded.start()
+        except AofDamaged as damaged:
+            lock.release()
+            sys.exit(f"wizard-arena up: {damaged}:\n    {_up_command(args, embedded.data_dir)} --repair-aof")
+        except BaseException:
+            lock.release()
+            raise
         print(f"embedded Redis server: {embedded.url} (data in {embedded.data_dir})", flush=True)
-    worker = subprocess.Popen([sys.executable, "-m", "service.cli", "worker", "--log-level", args.log_level], env=env)
+    worker = None
     try:
-        host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0") else args.host
-        print(f"GraphiQL: http://{host}:{args.port}/graphql", flush=True)
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "service.cli", "worker", "--log-level", args.log_level], env=env,
+            stdin=subprocess.DEVNULL,
+            pass_fds=() if lock is None or lock.fd is None else (lock.fd,),  # the run holds the folder while it lives
+            preexec_fn=die_with_parent(signal.SIGTERM),  # warm shutdown: it finishes its job, or leaves it to be redone
+            process_group=0,  # its own group (with its RQ scheduler): Ctrl-C reaches this process, which stops it
+        )
+        print(f"GraphiQL: {api}/graphql", flush=True)
         uvicorn.run(
             "service.app:create_app", factory=True, host=args.host, port=args.port,
-            log_level=args.log_level, access_log=False,
+            log_level=args.log_level, access_log=False, http=slow_client_protocol(settings),  # type: ignore[arg-type]
         )
     finally:
-        worker.terminate()
-        try:
-            worker.wait(15)
-        except subprocess.TimeoutExpired:
-            worker.kill()
+        if lock is not None:
+            lock.stopping()  # an `up` started meanwhile waits for this one instead of refusing
+        if worker is not None:
+            worker.terminate()
+            try:
+                worker.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(worker.pid, signal.SIGKILL)
+                worker.wait()
         if embedded is not None:
             embedded.stop()
+        if lock is not None:
+            lock.release()
+
+
+def _up_command(args: argparse.Namespace, data_dir: object) -> str:
+    """The command line that starts this `up` again (with its data folder named)."""
+    import shlex
+
+    words = ["wizard-arena", "up"]
+    for flag, value, default in (("--host", args.host, "127.0.0.1"), ("--port", args.port, 8000)):
+        if value != default:
+            words += [flag, str(value)]
+    return f"ARENA_DATA_DIR={shlex.quote(str(data_dir))} " + shlex.join(words)
 
 
 def _schema(args: argparse.Namespace) -> None:
@@ -173,6 +227,11 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--host", default="127.0.0.1")
     up.add_argument("--port", type=int, default=8000)
     up.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    up.add_argument(
+        "--repair-aof", action="store_true",
+        help="if the embedded Redis's append-only file is damaged, keep what comes before the damage (a copy of the "
+        "whole file is kept) and start",
+    )
     up.set_defaults(run=_up)
 
     add_bot_author_commands(commands)

@@ -24,6 +24,11 @@ class Settings(BaseSettings):
         default=Path(".wizard-arena"),
         description="where the embedded Redis server keeps its data (append-only file) and socket",
     )
+    data_dir_wait_seconds: float = Field(
+        default=30.0, ge=0,
+        description="how long `up` waits for the processes of an `up` that ended (a killed one's Redis and worker) "
+        "to let go of the data folder before it says which processes hold it",
+    )
     registration_secret: str | None = Field(
         default=None,
         description="when set, registerBot requires this secret (closed registration)",
@@ -43,6 +48,12 @@ class Settings(BaseSettings):
         default=500, ge=1, description="how long an API process may spend requests it took from a token's bucket"
     )
     max_body_bytes: int = Field(default=65_536, ge=1024, description="largest HTTP request body accepted")
+    http_header_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="time a request's headers may take to arrive (from the connection, or its first byte)"
+    )
+    http_body_timeout_seconds: float = Field(
+        default=20.0, gt=0, description="time a request's body may take to arrive, from the end of its headers"
+    )
     max_query_depth: int = Field(default=10, ge=1)
     max_aliases: int = Field(default=30, ge=1)
     max_tokens: int = Field(default=4_000, ge=10, description="GraphQL tokens in one document")
