@@ -18,8 +18,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-from strawberry.asgi import GraphQL
+from starlette.websockets import WebSocketDisconnect
+from strawberry.asgi import ASGIWebSocketAdapter, GraphQL
 from strawberry.exceptions import ConnectionRejectionError
+from strawberry.http.exceptions import WebSocketDisconnected
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import BaseGraphQLTransportWSHandler
 
@@ -38,6 +40,18 @@ log = logging.getLogger("wizard_arena.app")
 GEN0_THRESHOLD = 10_000
 
 HOW_TO_POST = 'send GraphQL as POST /graphql with a JSON body {"query": ..., "variables": ...}'
+
+
+class TextFrames(ASGIWebSocketAdapter):
+    """Sends every graphql-transport-ws message as a text frame, as the protocol has them (JSON
+    text): strawberry sends bytes as binary frames, which standard clients (graphql-ws, gql)
+    refuse, and the view's encoder gives bytes (orjson's, kept for HTTP's speed)."""
+
+    async def send_json(self, message: Any) -> None:
+        try:
+            await self.ws.send_text(self.view.encode_json(message).decode())
+        except WebSocketDisconnect as exc:
+            raise WebSocketDisconnected from exc
 
 
 class ArenaTransportWS(BaseGraphQLTransportWSHandler):  # type: ignore[type-arg]
@@ -65,6 +79,7 @@ class ArenaGraphQL(GraphQL):  # type: ignore[type-arg]
     """strawberry's ASGI view with our context, WebSocket auth and JSON-coded HTTP errors."""
 
     graphql_transport_ws_handler_class = ArenaTransportWS
+    websocket_adapter_class = TextFrames  # type: ignore[assignment]
 
     def __init__(self, services_of: Any, settings: Settings) -> None:
         super().__init__(
