@@ -29,6 +29,8 @@ from strawberry.types.graphql import OperationType
 
 from service import rest
 from service.errors import BodyTooLarge, ServiceError
+from service.graphiql import PREFIX as GRAPHIQL_FILES
+from service.graphiql import GraphiQL
 from service.graphql.context import RequestContext
 from service.graphql.schema import build_schema
 from service.metrics import Metrics
@@ -150,12 +152,16 @@ class ArenaGraphQL(GraphQL):  # type: ignore[type-arg]
             keep_alive_interval=15,
         )
         self._services_of = services_of
+        self.graphiql = GraphiQL()
 
     # ------------------------------------------------------------------ HTTP
     def should_render_graphql_ide(self, request: Any) -> bool:
         # A browser asks for HTML (also with ?query=…, which then fills the editor); other
         # clients' GETs are queries (strawberry's own rule also shows the page for */*).
         return request.method == "GET" and "text/html" in request.headers.get("accept", "")
+
+    async def render_graphql_ide(self, request: Request) -> Response:
+        return await self.graphiql.page(request)
 
     async def get_sub_response(self, request: Request) -> Answer:  # type: ignore[override]
         answer = Answer()
@@ -388,6 +394,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
     routes = [
         Route("/graphql", graphql, methods=["GET", "POST"]),
         WebSocketRoute("/graphql", graphql),
+        Route(GRAPHIQL_FILES + "{name:path}", graphql.graphiql.file, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         *rest.routes(services_of),

@@ -1,0 +1,73 @@
+// GraphiQL for Wizard Arena, on the vendored builds of vendor/ (no CDN). Queries and mutations
+// go over HTTP (POST to this page's URL); subscriptions over a WebSocket on the same URL
+// (graphql-transport-ws, GraphiQL's bundled graphql-ws client). A bot's token goes in the
+// Headers pane as {"Authorization": "Bearer <token>"}: sent as that header over HTTP, and as
+// connection_init's {"token": "<token>"} over the WebSocket.
+(function () {
+  'use strict';
+
+  var endpoint = location.origin + location.pathname;
+  var socket = endpoint.replace(/^http/, 'ws');
+  var fetchers = new Map();  // one fetcher per token: the WebSocket's connection_init carries it
+
+  function tokenOf(headers) {
+    var names = Object.keys(headers || {});
+    for (var i = 0; i < names.length; i++) {
+      var value = headers[names[i]];
+      if (names[i].toLowerCase() === 'authorization' && typeof value === 'string') {
+        var bearer = /^\s*Bearer\s+(\S+)\s*$/i.exec(value);
+        if (bearer) return bearer[1];
+      }
+    }
+    return '';
+  }
+
+  function fetcher(params, options) {
+    var token = tokenOf(options && options.headers);
+    var forToken = fetchers.get(token);
+    if (!forToken) {
+      forToken = GraphiQL.createFetcher({
+        url: endpoint,
+        subscriptionUrl: socket,
+        wsConnectionParams: token ? { token: token } : {},
+      });
+      fetchers.set(token, forToken);
+    }
+    return forToken(params, options);
+  }
+
+  // ?query=…&variables=…&operationName=… fill the editors, and follow them as they change
+  var search = new URLSearchParams(location.search);
+  function follow(name) {
+    return function (value) {
+      if (value) search.set(name, value); else search.delete(name);
+      history.replaceState(null, '', '?' + search.toString());
+    };
+  }
+
+  var props = {
+    fetcher: fetcher,
+    defaultEditorToolsVisibility: true,
+    defaultQuery: [
+      '# Wizard Arena\'s GraphQL API (the documentation is in the book icon on the left).',
+      '#',
+      '# Queries and mutations go over HTTP; subscriptions (matchUpdates, myTurns) over a',
+      '# WebSocket on this same URL. Acting as a bot needs its token: registerBot gives one;',
+      '# put it in Headers below as {"Authorization": "Bearer <token>"} (subscriptions take',
+      '# it from there too).',
+      '',
+      'query Leaderboard {',
+      '  leaderboard(ruleset: WIZARD, first: 10) { rank bot { name } rating games }',
+      '}',
+      '',
+    ].join('\n'),
+    onEditQuery: follow('query'),
+    onEditVariables: follow('variables'),
+    onEditOperationName: follow('operationName'),
+  };
+  ['query', 'variables', 'operationName'].forEach(function (name) {
+    if (search.has(name)) props[name] = search.get(name);
+  });
+
+  ReactDOM.createRoot(document.getElementById('graphiql')).render(React.createElement(GraphiQL, props));
+})();
