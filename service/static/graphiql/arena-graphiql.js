@@ -36,31 +36,40 @@
     return forToken(params, options);
   }
 
+  var defaultQuery = [
+    '# Wizard Arena\'s GraphQL API: the documentation is',
+    '# behind the book icon on the left.',
+    '#',
+    '# Queries and mutations go over HTTP, subscriptions',
+    '# (matchUpdates, myTurns) over a WebSocket on this URL.',
+    '# To act as a bot, put its token (registerBot gives',
+    '# one) in Headers below; subscriptions take it too:',
+    '#   {"Authorization": "Bearer <token>"}',
+    '',
+    'query Leaderboard {',
+    '  leaderboard(ruleset: WIZARD, first: 10) {',
+    '    rank bot { name } rating games',
+    '  }',
+    '}',
+    '',
+  ].join('\n');
+
   // ?query=…&variables=…&operationName=… fill the editors, and follow them as they change
+  // (the welcome text above stays out of the address)
   var search = new URLSearchParams(location.search);
   function follow(name) {
     return function (value) {
-      if (value) search.set(name, value); else search.delete(name);
-      history.replaceState(null, '', '?' + search.toString());
+      if (value && !(name === 'query' && value === defaultQuery)) search.set(name, value);
+      else search.delete(name);
+      var query = search.toString();
+      history.replaceState(null, '', query ? '?' + query : location.pathname);
     };
   }
 
   var props = {
     fetcher: fetcher,
     defaultEditorToolsVisibility: true,
-    defaultQuery: [
-      '# Wizard Arena\'s GraphQL API (the documentation is in the book icon on the left).',
-      '#',
-      '# Queries and mutations go over HTTP; subscriptions (matchUpdates, myTurns) over a',
-      '# WebSocket on this same URL. Acting as a bot needs its token: registerBot gives one;',
-      '# put it in Headers below as {"Authorization": "Bearer <token>"} (subscriptions take',
-      '# it from there too).',
-      '',
-      'query Leaderboard {',
-      '  leaderboard(ruleset: WIZARD, first: 10) { rank bot { name } rating games }',
-      '}',
-      '',
-    ].join('\n'),
+    defaultQuery: defaultQuery,
     onEditQuery: follow('query'),
     onEditVariables: follow('variables'),
     onEditOperationName: follow('operationName'),
