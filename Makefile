@@ -3,7 +3,12 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test run bench clean
+# The GraphiQL test drives a real headless browser: Debian's chromium package, installed
+# here when it is missing and we may (root with apt-get, as in CI); elsewhere that test is
+# skipped and says how to install it. Node clients install their own packages (tests/clients).
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: setup test run bench clean browser
 
 $(BIN)/wizard-arena: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,7 +18,14 @@ $(BIN)/wizard-arena: pyproject.toml
 
 setup: $(BIN)/wizard-arena
 
-test: setup
+browser:
+	@if [ ! -x $(CHROMIUM) ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y -q chromium || { apt-get update -q && apt-get install -y -q chromium; }; \
+	fi
+	@[ -x $(CHROMIUM) ] || echo "no $(CHROMIUM): the GraphiQL browser test will be skipped (apt-get install chromium)"
+
+test: setup browser
 	$(BIN)/python -m pytest
 
 run: setup

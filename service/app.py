@@ -18,13 +18,19 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-from strawberry.asgi import GraphQL
+from starlette.websockets import WebSocketDisconnect
+from strawberry.asgi import ASGIWebSocketAdapter, GraphQL
 from strawberry.exceptions import ConnectionRejectionError
+from strawberry.http.exceptions import WebSocketDisconnected
+from strawberry.schema.exceptions import InvalidOperationTypeError
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import BaseGraphQLTransportWSHandler
+from strawberry.types.graphql import OperationType
 
 from service import rest
 from service.errors import BodyTooLarge, ServiceError
+from service.graphiql import PREFIX as GRAPHIQL_FILES
+from service.graphiql import GraphiQL
 from service.graphql.context import RequestContext
 from service.graphql.schema import build_schema
 from service.metrics import Metrics
@@ -38,6 +44,82 @@ log = logging.getLogger("wizard_arena.app")
 GEN0_THRESHOLD = 10_000
 
 HOW_TO_POST = 'send GraphQL as POST /graphql with a JSON body {"query": ..., "variables": ...}'
+HOW_TO_GET = (
+    "send a query as GET /graphql?query=...&variables=... (variables as URL-encoded JSON), or any "
+    'operation as POST /graphql with a JSON body {"query": ..., "variables": ...}; a browser gets GraphiQL here'
+)
+
+JSON = "application/json"
+#: GraphQL over HTTP's own media type: answered to clients that ask for it (see ``media_for``)
+GRAPHQL_RESPONSE = "application/graphql-response+json"
+#: how long a shared cache may keep the answer to a query over GET without a token (public
+#: data only: the leaderboard, a spectator's view of a match, a tournament)
+PUBLIC_MAX_AGE_SECONDS = 5
+
+
+def media_for(accept: str | None) -> str:
+    """The media type of a GraphQL answer for an ``Accept`` header (GraphQL over HTTP):
+    ``application/graphql-response+json`` when the client names it and likes it at least as
+    much as ``application/json``; ``application/json`` otherwise, also for ``*/*`` and for no
+    header at all, as for every client before the new type existed."""
+    if accept is None or "graphql-response" not in accept:  # nearly every request
+        return JSON
+    best: dict[str, tuple[int, float]] = {}  # media type: (specificity of the range, q)
+    for item in accept.lower().split(","):
+        kind, *params = (part.strip() for part in item.split(";"))
+        q = 1.0
+        for param in params:
+            if param.startswith("q="):
+                try:
+                    q = float(param[2:])
+                except ValueError:
+                    q = 0.0
+        for media in (JSON, GRAPHQL_RESPONSE):
+            specificity = 2 if kind == media else 1 if kind == "application/*" else 0 if kind == "*/*" else -1
+            if specificity >= 0 and specificity >= best.get(media, (-1, 0.0))[0]:
+                best[media] = (specificity, q)
+    named, q = best.get(GRAPHQL_RESPONSE, (0, 0.0))
+    return GRAPHQL_RESPONSE if named == 2 and q > 0 and q >= best.get(JSON, (0, 0.0))[1] else JSON
+
+
+#: a GraphQL-over-HTTP request's parameters: name, the JSON kinds it may be (or null), in words
+_PARAMETERS = (
+    ("query", str, "a string (the GraphQL document)"),
+    ("operationName", str, "a string naming an operation of the document, or null"),
+    ("variables", dict, "a JSON object, or null"),
+    ("extensions", dict, "a JSON object, or null"),
+)
+
+
+class Refused(HTTPException):
+    """An HTTP request refused before GraphQL ran it, answered as it is (its message says what
+    to do instead) with the given extra headers."""
+
+    def __init__(self, status_code: int, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(status_code, message)
+        self.headers = headers or {}
+
+
+class TextFrames(ASGIWebSocketAdapter):
+    """Sends every graphql-transport-ws message as a text frame, as the protocol has them (JSON
+    text): strawberry sends bytes as binary frames, which standard clients (graphql-ws, gql)
+    refuse, and the view's encoder gives bytes (orjson's, kept for HTTP's speed)."""
+
+    async def send_json(self, message: Any) -> None:
+        try:
+            await self.ws.send_text(self.view.encode_json(message).decode())
+        except WebSocketDisconnect as exc:
+            raise WebSocketDisconnected from exc
+
+
+class Answer(Response):
+    """The response object strawberry gives each HTTP request (resolvers may set headers and a
+    status on it), here also carrying what the answer depends on: the negotiated media type,
+    and for GET whether the request carried a token."""
+
+    media = JSON
+    get = False
+    with_token = False
 
 
 class ArenaTransportWS(BaseGraphQLTransportWSHandler):  # type: ignore[type-arg]
@@ -65,11 +147,13 @@ class ArenaGraphQL(GraphQL):  # type: ignore[type-arg]
     """strawberry's ASGI view with our context, WebSocket auth and JSON-coded HTTP errors."""
 
     graphql_transport_ws_handler_class = ArenaTransportWS
+    websocket_adapter_class = TextFrames  # type: ignore[assignment]
 
     def __init__(self, services_of: Any, settings: Settings) -> None:
         super().__init__(
             build_schema(settings),
-            allow_queries_via_get=False,
+            # queries (never mutations) over GET too: public reads can then be cached
+            allow_queries_via_get=True,
             subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL,),
             connection_init_wait_timeout=timedelta(seconds=settings.ws_init_timeout_seconds),
             max_subscriptions_per_connection=settings.ws_max_operations,
@@ -77,11 +161,79 @@ class ArenaGraphQL(GraphQL):  # type: ignore[type-arg]
             keep_alive_interval=15,
         )
         self._services_of = services_of
+        self.graphiql = GraphiQL()
+
+    # ------------------------------------------------------------------ HTTP
+    def should_render_graphql_ide(self, request: Any) -> bool:
+        # A browser asks for HTML (also with ?query=…, which then fills the editor); other
+        # clients' GETs are queries (strawberry's own rule also shows the page for */*).
+        return request.method == "GET" and "text/html" in request.headers.get("accept", "")
+
+    async def render_graphql_ide(self, request: Request) -> Response:
+        return await self.graphiql.page(request)
+
+    async def get_sub_response(self, request: Request) -> Answer:  # type: ignore[override]
+        answer = Answer()
+        answer.status_code = None  # type: ignore[assignment]
+        del answer.headers["content-length"]
+        headers = request.headers
+        answer.media = media_for(headers.get("accept"))
+        if request.method == "GET":
+            answer.get = True
+            answer.with_token = "authorization" in headers
+        return answer
+
+    def create_response(self, response_data: Any, sub_response: Answer) -> Response:  # type: ignore[override]
+        if sub_response.media is JSON and not sub_response.get:  # POST as it always was: the move path
+            return super().create_response(response_data, sub_response)
+        status = 200
+        errors = response_data.get("errors")
+        if sub_response.media is GRAPHQL_RESPONSE and response_data.get("data") is None and not any(
+            "path" in error for error in errors or ()
+        ):
+            # Never executed (a document that does not parse or validate, variables that do
+            # not coerce, a limit): no data entry, and a 4xx (GraphQL over HTTP, 6.4.2).
+            response_data = {key: value for key, value in response_data.items() if key != "data"}
+            codes = {(error.get("extensions") or {}).get("code") for error in errors or ()}
+            status = 500 if "INTERNAL_ERROR" in codes else 400
+        response = super().create_response(response_data, sub_response)
+        if sub_response.status_code is None:
+            response.status_code = status
+        if sub_response.media is GRAPHQL_RESPONSE:
+            response.headers["content-type"] = f"{GRAPHQL_RESPONSE}; charset=utf-8"
+        if sub_response.get:
+            public = not sub_response.with_token and not errors and response.status_code == 200
+            response.headers["cache-control"] = f"public, max-age={PUBLIC_MAX_AGE_SECONDS}" if public else "no-store"
+            response.headers["vary"] = "Accept, Authorization"
+        return response
+
+    async def execute_single(self, request: Any, request_adapter: Any, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        try:
+            return await super().execute_single(request, request_adapter, *args, **kwargs)
+        except HTTPException as error:
+            cause = error.__cause__
+            if (
+                request_adapter.method == "GET"
+                and isinstance(cause, InvalidOperationTypeError)
+                and cause.operation_type is OperationType.MUTATION
+            ):
+                raise Refused(405, f"mutations are not allowed over GET: {HOW_TO_POST}", {"Allow": "POST"}) from error
+            raise
+
+    def parse_query_params(self, params: Any) -> dict[str, Any]:
+        try:
+            return super().parse_query_params(params)
+        except HTTPException:  # strawberry's message speaks of the body
+            raise HTTPException(400, "the variables and extensions parameters must be JSON objects") from None
 
     def parse_json(self, data: str | bytes) -> Any:
         parsed = super().parse_json(data)
         if not isinstance(parsed, dict | list):  # strawberry would fail on it with a 500
             raise HTTPException(400, "the body is not a JSON object")
+        if isinstance(parsed, dict):  # a request whose parameters are of the wrong kinds never runs
+            for name, kinds, what in _PARAMETERS:
+                if parsed.get(name) is not None and not isinstance(parsed[name], kinds):
+                    raise HTTPException(400, f"{name} must be {what}")
         return parsed
 
     def encode_json(self, data: object) -> bytes:
@@ -109,9 +261,10 @@ class ArenaGraphQL(GraphQL):  # type: ignore[type-arg]
         try:
             return await super().run(request, UNSET if context is None else context, UNSET if root_value is None else root_value)
         except ServiceError as error:  # raised while building the context (a bad Authorization header)
-            return JSONResponse(
-                {"errors": [{"message": error.message, "extensions": error.graphql_extensions()}]}, error.http_status
-            )
+            return self._refusal(request, error.message, error.graphql_extensions(), error.http_status)
+        except Refused as error:
+            code = "BAD_INPUT" if error.status_code < 500 else "INTERNAL_ERROR"
+            return self._refusal(request, error.reason, {"code": code}, error.status_code, error.headers)
         except HTTPException as error:
             code = "BAD_INPUT" if error.status_code < 500 else "INTERNAL_ERROR"
             message = error.reason
@@ -120,8 +273,19 @@ class ArenaGraphQL(GraphQL):  # type: ignore[type-arg]
             elif message.startswith("subscriptions are not allowed"):
                 message = "subscriptions run over a WebSocket at /graphql (protocol graphql-transport-ws), not plain HTTP"
             elif error.status_code == 400:
-                message = f"{message.rstrip('.')}: {HOW_TO_POST}"
-            return JSONResponse({"errors": [{"message": message, "extensions": {"code": code}}]}, error.status_code)
+                message = f"{message.rstrip('.')}: {HOW_TO_GET if request.method == 'GET' else HOW_TO_POST}"
+            return self._refusal(request, message, {"code": code}, error.status_code)
+
+    @staticmethod
+    def _refusal(request: Any, message: str, extensions: dict[str, Any], status: int,
+                 headers: dict[str, str] | None = None) -> Response:
+        """The answer to a request GraphQL did not run: an ``errors`` entry, no ``data``."""
+        response = JSONResponse({"errors": [{"message": message, "extensions": extensions}]}, status, headers)
+        if media_for(request.headers.get("accept")) is GRAPHQL_RESPONSE:
+            response.headers["content-type"] = f"{GRAPHQL_RESPONSE}; charset=utf-8"
+        if request.method == "GET":
+            response.headers["cache-control"] = "no-store"
+        return response
 
 
 class BodyLimit:
@@ -243,6 +407,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
     routes = [
         Route("/graphql", graphql, methods=["GET", "POST"]),
         WebSocketRoute("/graphql", graphql),
+        Route(GRAPHIQL_FILES + "{name:path}", graphql.graphiql.file, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         *rest.routes(services_of),

@@ -184,7 +184,7 @@ class LiveMatch:
         duplicate set, dealt alike, is still being played) shows its start to everyone, as a
         spectator saw it, so that nothing of its deals or play helps the set's other matches."""
         if self.sealed and self.status is MatchStatus.FINISHED:
-            return new_match(self.settings.config, self.state.seed).view(None)
+            return new_match(self.settings.config, self.state.seed, self.state.salt).view(None)
         if self.status in (MatchStatus.WAITING, MatchStatus.ABORTED):
             return self.state.view(None)
         return self.state.view(seat)

@@ -575,16 +575,20 @@ def test_malformed_requests_get_a_coded_400(api, body, content_type, fragments):
             assert "POST /graphql" in error["message"]  # ... and what to send instead
 
 
-def test_queries_over_get_are_off(api):
-    token, _ = api.register()
-    for params in ({"query": "{ __typename }"}, {"query": "{ me { id } }", "variables": "{}"}):
-        response = api.http.get("/graphql", params=params, headers=headers(token))
-        assert response.status_code == 400
-        graphql_error(response, "BAD_INPUT", "POST /graphql")
-    mutation = {"query": "mutation { registerBot(name: \"via-get\") { token } }"}
-    response = api.http.get("/graphql", params=mutation)
-    assert response.status_code in (400, 405)
-    graphql_error(response, "BAD_INPUT")
+def test_mutations_and_subscriptions_over_get_are_refused_and_change_nothing(api):
+    """Queries may come as GET (test_graphql_over_http.py); a mutation never does: 405, and
+    nothing is done. A subscription needs the WebSocket."""
+    name = f"via-get-{os.urandom(3).hex()}"
+    mutation = {"query": f'mutation {{ registerBot(name: "{name}") {{ token }} }}'}
+    for accept in ("*/*", "application/json"):
+        response = api.http.get("/graphql", params=mutation, headers={"Accept": accept})
+        assert response.status_code == 405 and response.headers["allow"] == "POST", response.text
+        assert "data" not in response.json()
+        graphql_error(response, "BAD_INPUT", "mutations", "POST /graphql")
+    api.register(name)  # the name is still free: the mutation never ran
+    response = api.http.get("/graphql", params={"query": "subscription { myTurns { id } }"})
+    assert response.status_code == 400
+    graphql_error(response, "BAD_INPUT", "WebSocket")
     response = api.http.request("PUT", "/graphql", json={"query": "{ __typename }"})
     assert response.status_code == 405
     no_traceback(response.text)

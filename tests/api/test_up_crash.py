@@ -49,7 +49,7 @@ def assert_match_whole(client: redis.Redis, match_id: str) -> LiveMatch:
     assert int(stored[b"version"]) == versions[-1], "the match's version is its latest event's"
     assert stored[b"eid"] == events[-1][0], "the match names its latest event"
     match = LiveMatch.from_stored(match_id, int(stored[b"version"]), stored[b"settings"], stored[b"state"], stored[b"live"])
-    replayed = LiveMatch.new(match_id, match.settings, new_match(match.state.config, match.state.seed))
+    replayed = LiveMatch.new(match_id, match.settings, new_match(match.state.config, match.state.seed, match.state.salt))
     assert orjson.loads(events[0][1][b"e"]) == {"t": "create"}
     for _, fields in events[1:]:
         replayed.apply_event(orjson.loads(fields[b"e"]))
@@ -57,7 +57,7 @@ def assert_match_whole(client: redis.Redis, match_id: str) -> LiveMatch:
     assert replayed.state.to_bytes() == stored[b"state"], "the snapshot is the state the log replays to"
     assert replayed.live_json() == stored[b"live"], "seats, status, timeouts and deadline agree with the log"
     deadline = client.zscore("deadlines", match_id)
-    assert (None if deadline is None else int(deadline)) == match.deadline_ms, "the sweeper's deadline is the match's"
+    assert (None if deadline is None else int(deadline)) == match.due_ms, "the sweeper looks at the match when it is due"
     return match
 
 
