@@ -4,6 +4,7 @@ services on it. Made by the app's lifespan (and by the worker), never at import 
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -44,7 +45,9 @@ class Services:
     _queue: Queue | None = None
 
     @classmethod
-    def open(cls, settings: Settings, metrics: Metrics | None = None) -> Services:
+    def open(cls, settings: Settings, metrics: Metrics | None = None, role: str = "api") -> Services:
+        """The services of one process; its Redis connections are named after ``role`` and its
+        pid (``wizard-arena-api-1234``), as CLIENT LIST shows them."""
         if not settings.redis_url:
             raise RuntimeError("REDIS_URL is not set (wizard-arena up starts an embedded Redis and sets it)")
         # A bounded pool: requests beyond it wait their turn for a connection (up to
@@ -53,12 +56,14 @@ class Services:
         pool = BlockingConnectionPool.from_url(
             settings.redis_url, max_connections=settings.redis_pool_size, timeout=POOL_WAIT_SECONDS,
             health_check_interval=30, socket_timeout=COMMAND_TIMEOUT_SECONDS,
+            client_name=f"wizard-arena-{role}-{os.getpid()}",
         )
         redis = Redis(connection_pool=pool, decode_responses=False)
         metrics = metrics or Metrics()
         scripts = ScriptLine(redis)
         bot_store = BotStore(redis, scripts)
         feed = EventFeed(redis, settings.max_waits_per_client)
+        metrics.follow(feed)
         matches = MatchService(MatchStore(redis, scripts), bot_store, settings, feed, on_change=metrics.on_change)
         services = cls(
             settings, redis, scripts, BotService(bot_store, settings), matches, metrics,

@@ -17,7 +17,7 @@ from service.settings import Settings
 
 def _run(work: Callable[[Services], Awaitable[Any]]) -> Any:
     async def main() -> Any:
-        services = Services.open(Settings())
+        services = Services.open(Settings(), role="job")
         try:
             result = await work(services)
             await services.matches.drain()

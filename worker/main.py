@@ -38,7 +38,7 @@ class ClockThread(threading.Thread):
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stop_event = asyncio.Event()
-        services = Services.open(self.settings)
+        services = Services.open(self.settings, role="worker")
         self.ready.set()
         try:
             await run_clock(services, self._stop_event)
