@@ -20,7 +20,6 @@ from typing import Any
 from graphql import DocumentNode, GraphQLError, parse
 from strawberry.extensions import SchemaExtension
 from strawberry.schema.schema import validate_document
-from strawberry.types import ExecutionResult
 
 from service.graphql.limits import DocumentMeter
 
@@ -99,14 +98,9 @@ class DocumentCache(SchemaExtension):
                 document.errors = errors
                 document.rules = rules
             context.pre_execution_errors = document.errors
-        yield
-
-    def on_execute(self) -> Iterator[None]:
-        context = self.execution_context
-        document = self._document
-        meter = self._documents.meter
-        if document is not None and document.recheck_cost and meter is not None and context.result is None:
-            error = meter.cost_error(document.ast, context.operation_name, context.variables or {})
-            if error is not None:
-                context.result = ExecutionResult(data=None, errors=[error])
+            if document.recheck_cost and not document.errors and self._documents.meter is not None:
+                # a variable sets a bound that, at its largest, puts the cost over the limit
+                error = self._documents.meter.cost_error(document.ast, context.operation_name, context.variables or {})
+                if error is not None:
+                    context.pre_execution_errors = [error]
         yield

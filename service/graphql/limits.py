@@ -42,7 +42,6 @@ from graphql import (
     InlineFragmentNode,
     IntValueNode,
     OperationDefinitionNode,
-    OperationType,
     SelectionSetNode,
     VariableNode,
     get_named_type,
@@ -159,11 +158,6 @@ class DocumentMeter:
         """The limit errors of a document (its cost too, unless a variable may lower it), and
         whether its cost must be checked again with each request's variables."""
         measures = self.measure(document)
-        # a subscription runs without the hook that sees the variables: no deferring for it
-        streams = {
-            _label(op.name.value if op.name else "") for op in document.definitions
-            if isinstance(op, OperationDefinitionNode) and op.operation is OperationType.SUBSCRIPTION
-        }
         errors = []
         limits = self.limits
         for label, m in measures.items():
@@ -184,7 +178,7 @@ class DocumentMeter:
                     f"{limits.max_repeats} are allowed: select each field once",
                     repeats=m.repeats, limit=limits.max_repeats,
                 ))
-            if m.cost > limits.max_cost and (not m.by_variables or label in streams):
+            if m.cost > limits.max_cost and not m.by_variables:
                 errors.append(_cost_error(label, m.cost, limits.max_cost))
         aliases = sum(m.aliases for m in measures.values())
         if aliases > limits.max_aliases:

@@ -457,3 +457,17 @@ def test_waiting_matches_per_bot_are_limited_and_expire(servers, own_client):
     assert api.match(first)["status"] in ("ACTIVE", "FINISHED")
     assert own_client.zcard(f"{{b:{bot_id}}}:waiting") == 0
     assert api.data(CREATE, {"i": spec}, token)["createMatch"]["status"] == "WAITING"
+
+
+def test_a_subscription_over_the_cost_limit_by_its_variables_is_refused(target):
+    token, _ = target.register()
+    match_id, _ = a_live_match(target)
+    heavy = ("subscription($m: ID!, $n: Int!) { matchUpdates(matchId: $m) { seats { bot { "
+             "ratingHistory(ruleset: WIZARD, last: $n) { rating matchId at } } } } }")
+    with GraphQLWS(target.ws_url) as ws:
+        ws.init(token)
+        refused = ws.subscribe(heavy, {"m": match_id, "n": 10_000})
+        message = ws.message(refused)
+        assert message["type"] == "error" and message["payload"][0]["extensions"]["code"] == "LIMIT_EXCEEDED", message
+        light = ws.subscribe(heavy, {"m": match_id, "n": 10})
+        assert ws.data(light, "matchUpdates")["seats"]
