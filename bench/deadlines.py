@@ -93,6 +93,7 @@ class Arena:
                 **base,
                 "ARENA_RATE_LIMIT_PER_SECOND": "100000",
                 "ARENA_RATE_LIMIT_BURST": "100000",
+                "ARENA_REGISTRATIONS_PER_ADDRESS_PER_HOUR": "1000000",
                 **self.serve_env,
             },
             "serve.log",
