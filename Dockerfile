@@ -20,10 +20,12 @@ ENV PATH=/opt/venv/bin:$PATH
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY wizard ./wizard
+COPY ranking ./ranking
+COPY sdk ./sdk
 COPY service ./service
 COPY worker ./worker
 COPY bench ./bench
-COPY sdk ./sdk
+COPY wizard_arena ./wizard_arena
 RUN pip install .
 
 # ---- runtime -------------------------------------------------------------------------------

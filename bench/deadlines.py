@@ -81,7 +81,7 @@ class Arena:
         self._stop(failed=kind is not None)
 
     def _start(self) -> None:
-        from service.embedded_redis import EmbeddedRedis
+        from service.store.embedded_redis import EmbeddedRedis
 
         self._embedded = EmbeddedRedis(self.folder / "redis", appendonly=False)
         self.redis_url = self._embedded.start()
@@ -107,7 +107,7 @@ class Arena:
         log = open(self.folder / log_name, "wb")  # noqa: SIM115 - closed in _stop
         self._logs.append(log)
         return subprocess.Popen(
-            [sys.executable, "-m", "service.cli", *args], env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            [sys.executable, "-m", "wizard_arena", *args], env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             start_new_session=True,  # Ctrl-C reaches this process only, which then stops the children
         )
 

@@ -14,7 +14,7 @@ import statistics
 import time
 from typing import Any
 
-from service.ratings import INITIAL_RATING, elo_update, fit_scores, kendall_tau
+from ranking.ratings import INITIAL_RATING, elo_update, fit_scores, kendall_tau
 
 BOTS = 20
 TABLE = 4

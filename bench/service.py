@@ -386,7 +386,7 @@ def bench_service(clients: int, seconds: float, seed: int, url: str | None, quic
     """Start Redis (embedded, unless REDIS_URL is set) and one `serve` process (unless ``url``
     names a running server), then measure the floor, solo play and seated play (with
     ``quick``, the floor and solo play only)."""
-    from service.embedded_redis import EmbeddedRedis
+    from service.store.embedded_redis import EmbeddedRedis
 
     processes: list[subprocess.Popen[bytes]] = []
     embedded = None
@@ -405,7 +405,7 @@ def bench_service(clients: int, seconds: float, seed: int, url: str | None, quic
                 "ARENA_RATE_LIMIT_BURST": "100000", "ARENA_REGISTRATIONS_PER_ADDRESS_PER_HOUR": "1000000",
             }
             processes.append(subprocess.Popen(
-                [sys.executable, "-m", "service.cli", "serve", "--port", str(port), "--log-level", "warning"], env=env
+                [sys.executable, "-m", "wizard_arena", "serve", "--port", str(port), "--log-level", "warning"], env=env
             ))
             host = "127.0.0.1"
             _wait_healthy(host, port)

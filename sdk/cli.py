@@ -1,5 +1,5 @@
 """The bot author's commands of ``wizard-arena``: play, register, match new, watch, replay
-and tournament run. :func:`add_commands` puts them on the main parser (service/cli.py)."""
+and tournament run. :func:`add_commands` puts them on the main parser (wizard_arena/cli.py)."""
 
 from __future__ import annotations
 

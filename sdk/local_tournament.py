@@ -27,8 +27,8 @@ from typing import Any
 from rich.markup import escape
 
 from sdk.bot import Bot, BotSpecError, load_bot
-from service.pairing import seat_tables
-from service.ratings import INITIAL_RATING, Fit, fit_scores
+from ranking.pairing import seat_tables
+from ranking.ratings import INITIAL_RATING, Fit, fit_scores
 from wizard import MatchConfig, MatchState, Variant, WizardError, fallback_move, new_match
 
 #: bootstrap resamples of the matches behind each rating's interval

@@ -1,7 +1,7 @@
 """The service's errors: one hierarchy, each with the API's ``extensions.code``, mapped in
 one place (:func:`service_error`) from the engine's typed errors.
 
-The GraphQL layer (``service.graphql.errors``) and the REST mirror (``service.rest``) both
+The GraphQL layer (``service.api.graphql.errors``) and the REST mirror (``service.rest``) both
 turn a :class:`ServiceError` into their wire form from ``code``, ``message`` and
 ``http_status``; nothing else decides what a client sees.
 """

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 def tournament(*options: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "service.cli", "tournament", "run", *options],
+        [sys.executable, "-m", "wizard_arena", "tournament", "run", *options],
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )
 

@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from service.pairing import (
+from ranking.pairing import (
     placement_points,
     rotation,
     round_robin_round,
@@ -18,7 +18,7 @@ from service.pairing import (
     swiss_round,
     table_count,
 )
-from service.ratings import ELO_K, INITIAL_RATING, elo_expected, elo_update, fit_scores, kendall_tau
+from ranking.ratings import ELO_K, INITIAL_RATING, elo_expected, elo_update, fit_scores, kendall_tau
 
 # ---------------------------------------------------------------------- placement points
 

@@ -53,7 +53,7 @@ def replay(tmp_path: Path, data: Any, *options: str) -> subprocess.CompletedProc
     path = tmp_path / "record.json"
     path.write_text(data if isinstance(data, str) else json.dumps(data))
     return subprocess.run(
-        [sys.executable, "-m", "service.cli", "replay", str(path), *options],
+        [sys.executable, "-m", "wizard_arena", "replay", str(path), *options],
         cwd=REPO, capture_output=True, text=True, timeout=60,
     )
 
@@ -217,7 +217,7 @@ def test_an_unfinished_or_malformed_record_is_refused(tmp_path, record):
     run = replay(tmp_path, "{not json")
     assert run.returncode != 0 and "cannot read a record from" in run.stderr
     missing = subprocess.run(
-        [sys.executable, "-m", "service.cli", "replay", str(tmp_path / "missing.json")],
+        [sys.executable, "-m", "wizard_arena", "replay", str(tmp_path / "missing.json")],
         cwd=REPO, capture_output=True, text=True, timeout=60,
     )
     assert missing.returncode != 0 and "no file" in missing.stderr

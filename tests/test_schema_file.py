@@ -21,7 +21,7 @@ from graphql import (
     print_ast,
 )
 
-from service.graphql.schema import schema_sdl
+from service.api.graphql.schema import schema_sdl
 
 SCHEMA_FILE = Path(__file__).resolve().parents[1] / "schema.graphql"
 REGENERATE = ".venv/bin/wizard-arena schema > schema.graphql"

@@ -15,8 +15,9 @@ import asyncio
 import logging
 import time
 
-from service.services import Services
-from service.store import UNSETTLED, now_ms
+from service.domain.services import Services
+from service.store.clock import now_ms
+from service.store.keys import UNSETTLED
 from worker.deadlines import POLL_SECONDS, sweep_once
 
 log = logging.getLogger("wizard_arena.clock")

@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from service.services import Services
-from service.store import now_ms
+from service.domain.services import Services
+from service.store.clock import now_ms
 
 log = logging.getLogger("wizard_arena.deadlines")
 

@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from service.services import Services
+from service.domain.services import Services
 from service.settings import Settings
 
 

@@ -13,7 +13,7 @@ import threading
 from redis import Redis
 from rq import Queue, Worker
 
-from service.services import JOB_QUEUE, Services
+from service.domain.services import JOB_QUEUE, Services
 from service.settings import Settings
 from worker.clock import run_clock
 

@@ -32,7 +32,7 @@ class Process:
         self.log = log
         self._log_file = log.open("wb")
         self.popen = subprocess.Popen(
-            [sys.executable, "-m", "service.cli", *args], env=env, stdout=self._log_file, stderr=subprocess.STDOUT,
+            [sys.executable, "-m", "wizard_arena", *args], env=env, stdout=self._log_file, stderr=subprocess.STDOUT,
             cwd=REPO, start_new_session=True,  # its own process group: a worker's RQ children die with it
         )
 

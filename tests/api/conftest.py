@@ -13,7 +13,7 @@ import pytest
 import redis
 from tests.api.arena_client import Api, Process, free_port
 
-from service.embedded_redis import EmbeddedRedis
+from service.store.embedded_redis import EmbeddedRedis
 
 # Every test client connects from 127.0.0.1 and registers hundreds of bots: the per-address
 # allowance is lifted for the processes the tests start (tests/api/test_hardening.py checks

@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from service.bot_names import KEY_VERSION, lookalike_key
-from service.store import LOOKALIKE_INDEX
+from service.domain.bot_names import KEY_VERSION, lookalike_key
+from service.store.keys import LOOKALIKE_INDEX
 
 REGISTER = "mutation($n: String!) { registerBot(name: $n) { token bot { id name } } }"
 ME = "{ me { id name } }"

@@ -13,7 +13,7 @@ import pytest
 from tests.api.arena_client import first_legal
 from tests.api.ws_client import Completed, GraphQLWS
 
-from service.store import events_key
+from service.store.keys import events_key
 from wizard.moves import move_of_action
 
 VIEW = """

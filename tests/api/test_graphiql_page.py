@@ -19,7 +19,7 @@ from urllib.parse import quote, urlsplit
 import pytest
 from tests.api.arena_client import Api
 
-from service.graphiql import CONTENT_SECURITY_POLICY, FOLDER
+from service.api.graphiql import CONTENT_SECURITY_POLICY, FOLDER
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 #: flags for a headless Chromium in a container, with nothing of its own going out

@@ -23,8 +23,8 @@ from rq import Queue
 from tests.api.arena_client import REPO
 from tests.api.test_tournaments import Player, check_standings, create, get, wait_status, wait_until
 
-from service.ratings import INITIAL_RATING, elo_update
-from service.store import history_key
+from ranking.ratings import INITIAL_RATING, elo_update
+from service.store.keys import history_key
 
 RULESET = "WIZARD_JUNIOR"
 HISTORY = "query($b: ID!, $r: Ruleset!) { bot(id: $b) { ratings { ruleset rating games } ratingHistory(ruleset: $r) { rating matchId at } } }"

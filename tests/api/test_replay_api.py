@@ -15,7 +15,7 @@ SEATS = ("HEURISTIC", "RANDOM", "HEURISTIC", "RANDOM", "HEURISTIC")
 
 def replay(api: Any, source: str, *options: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "service.cli", "replay", source, "--url", api.base, *options],
+        [sys.executable, "-m", "wizard_arena", "replay", source, "--url", api.base, *options],
         cwd=REPO, capture_output=True, text=True, timeout=60,
     )
 
@@ -68,7 +68,7 @@ def test_replaying_a_match_not_yet_finished_or_unknown_is_a_clear_error(api):
 
 def test_an_unreachable_server_is_a_clear_error():
     run = subprocess.run(
-        [sys.executable, "-m", "service.cli", "replay", "some-match", "--url", "http://127.0.0.1:9"],
+        [sys.executable, "-m", "wizard_arena", "replay", "some-match", "--url", "http://127.0.0.1:9"],
         cwd=REPO, capture_output=True, text=True, timeout=60,
     )
     assert run.returncode != 0 and "cannot reach http://127.0.0.1:9" in run.stderr, run.stderr

@@ -15,7 +15,7 @@ import httpx
 from tests.api.arena_client import MATCH_FIELDS, Frozen, first_legal, wait_for_subscription
 from tests.conftest import stacked
 
-from service.store import bot_channel
+from service.store.keys import bot_channel
 from wizard import MatchRecord
 
 CREATE = "mutation($i: CreateMatchInput!) { createMatch(input: $i) { id version } }"

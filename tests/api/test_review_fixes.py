@@ -33,22 +33,15 @@ from tests.api.arena_client import first_legal, wait_until
 from tests.api.ws_client import GraphQLWS
 from tests.conftest import stacked
 
-from service.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder
-from service.matches import Caller
-from service.redis_line import ScriptLine
-from service.services import Services
+from service.domain.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder
+from service.domain.matches import Caller
+from service.store.script_line import ScriptLine
+from service.domain.services import Services
 from service.settings import Settings
-from service.store import (
-    DEADLINES,
-    UNSETTLED,
-    MatchStore,
-    bot_channel,
-    bot_matches_key,
-    events_key,
-    match_key,
-    now_ms,
-)
-from service.tournaments import tournament_key
+from service.store.clock import now_ms
+from service.store.keys import DEADLINES, UNSETTLED, bot_channel, bot_matches_key, events_key, match_key
+from service.store.matches import MatchStore
+from service.domain.tournaments import tournament_key
 from wizard import MatchConfig, Move, Phase, new_match
 
 T = TypeVar("T")

@@ -1,4 +1,4 @@
-"""The pipelined connection the move path's scripts run on (service.redis_line.ScriptLine),
+"""The pipelined connection the move path's scripts run on (service.store.script_line.ScriptLine),
 against the real embedded Redis: answers reach their own callers, in any interleaving, and
 every failure fails only what it must, loudly, leaving the line usable."""
 
@@ -17,7 +17,7 @@ from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from tests.api.conftest import embedded_redis_url
 
-from service.redis_line import ScriptLine
+from service.store.script_line import ScriptLine
 
 T = TypeVar("T")
 

@@ -184,7 +184,7 @@ def test_a_bot_that_raises_loses_those_moves_and_keeps_playing(api, worker, play
 
 def wizard_arena(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "service.cli", *args], cwd=REPO, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "wizard_arena", *args], cwd=REPO, capture_output=True, text=True, timeout=60
     )
 
 
@@ -212,7 +212,7 @@ def test_watch_follows_a_live_match_as_a_spectator_until_it_ends(api):
     token = api.register()[0]
     match_id = house_match(api, token, "RANDOM", players=3)
     watcher = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "watch", match_id, "--url", api.base],
+        [sys.executable, "-m", "wizard_arena", "watch", match_id, "--url", api.base],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:

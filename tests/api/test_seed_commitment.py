@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from service.live_match import MatchSettings
+from service.domain.live_match import MatchSettings
 from sdk.replay import ReplayError, verify_record
 from tests.api.arena_client import REPO
 from wizard import MatchConfig, new_match
@@ -57,7 +57,7 @@ def play_with_house_bots(api: Any, token: str, match_id: str) -> dict[str, Any]:
 
 def replay(api: Any, match_id: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "service.cli", "replay", match_id, "--url", api.base, "--quiet"],
+        [sys.executable, "-m", "wizard_arena", "replay", match_id, "--url", api.base, "--quiet"],
         cwd=REPO, capture_output=True, text=True, timeout=60,
     )
 

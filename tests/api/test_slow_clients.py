@@ -218,7 +218,7 @@ def test_serve_and_up_raise_their_soft_open_file_limit(redis_url: str, tmp_path:
     low = "ulimit -Sn 256; exec "  # bash lowers the soft limit, then becomes the command
     for name, command in (("serve", ["serve"]), ("up", ["up"])):
         port = free_port()
-        words = [sys.executable, "-m", "service.cli", *command, "--port", str(port), "--log-level", "warning"]
+        words = [sys.executable, "-m", "wizard_arena", *command, "--port", str(port), "--log-level", "warning"]
         env = up_env(tmp_path / "arena") if name == "up" else {**up_env(tmp_path), "REDIS_URL": redis_url}
         server = Up(tmp_path, tmp_path / f"{name}.log", port=port, argv=["bash", "-c", low + " ".join(words)], env=env)
         try:

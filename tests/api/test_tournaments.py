@@ -25,8 +25,8 @@ from typing import Any
 import httpx
 import pytest
 
-from service.pairing import placement_points
-from service.store import history_key
+from ranking.pairing import placement_points
+from service.store.keys import history_key
 from tests.api import arena_client
 
 #: tournaments progress in the background: polls here wait longer and less often

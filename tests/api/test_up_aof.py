@@ -16,7 +16,7 @@ import pytest
 from tests.api.arena_client import free_port
 from tests.api.up_process import Up, run_up
 
-from service.embedded_redis import AofDamaged, EmbeddedRedis, check_aof, prepare_aof
+from service.store.embedded_redis import AofDamaged, EmbeddedRedis, check_aof, prepare_aof
 
 MULTI = b"*1\r\n$5\r\nMULTI\r\n"
 BOT = "query($id: ID!) { bot(id: $id) { name } }"

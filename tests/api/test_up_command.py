@@ -21,7 +21,7 @@ def test_up_starts_redis_api_and_worker_and_keeps_data_across_restarts(tmp_path:
 
     def start() -> subprocess.Popen[str]:
         return subprocess.Popen(
-            [sys.executable, "-m", "service.cli", "up", "--port", str(port), "--log-level", "warning"],
+            [sys.executable, "-m", "wizard_arena", "up", "--port", str(port), "--log-level", "warning"],
             env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )
 

@@ -32,7 +32,7 @@ from tests.api.up_process import (
     wait_gone,
 )
 
-from service.live_match import LiveMatch
+from service.domain.live_match import LiveMatch
 from wizard import new_match
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
@@ -108,7 +108,7 @@ def test_kill_9_of_up_leaves_nothing_behind_and_the_next_up_finds_the_match_whol
                    "the match under way, with the worker's timeout moves")
         children = first.descendants()
         assert any("redis-server" in c for c in children.values()), children
-        assert any("service.cli worker" in c for c in children.values()), children
+        assert any("wizard_arena worker" in c for c in children.values()), children
 
         os.kill(first.pid, signal.SIGKILL)  # the whole `up` at once, mid-match
         first.popen.wait()

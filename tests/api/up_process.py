@@ -19,7 +19,7 @@ def up_env(data_dir: Path, **extra: str) -> dict[str, str]:
 
 
 def up_args(port: int, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "service.cli", "up", "--port", str(port), "--log-level", "warning", *extra]
+    return [sys.executable, "-m", "wizard_arena", "up", "--port", str(port), "--log-level", "warning", *extra]
 
 
 class Up:

@@ -45,7 +45,8 @@ from redis.asyncio.connection import AbstractConnection
 from redis.maint_notifications import MaintNotificationsConfig
 
 from service.errors import LimitExceeded
-from service.store import MatchEvent, Seated, bot_channel, decode_published, match_channel
+from service.store.keys import bot_channel, match_channel
+from service.store.matches import MatchEvent, Seated, decode_published
 
 
 log = logging.getLogger("wizard_arena.feed")

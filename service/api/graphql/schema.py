@@ -16,7 +16,7 @@ from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType
 
 from service.errors import BadInput, NotFound
-from service.graphql.tournament_types import (
+from service.api.graphql.tournament_types import (
     LEADERBOARD,
     CreateTournamentInput,
     LeaderboardEntry,
@@ -24,11 +24,11 @@ from service.graphql.tournament_types import (
     Tournament,
     tournament_type,
 )
-from service.graphql.context import RequestContext
-from service.graphql.documents import DocumentCache, Documents
-from service.graphql.errors import ErrorCodes
-from service.graphql.limits import DocumentMeter, Limits
-from service.graphql.types import (
+from service.api.graphql.context import RequestContext
+from service.api.graphql.documents import DocumentCache, Documents
+from service.api.graphql.errors import ErrorCodes
+from service.api.graphql.limits import DocumentMeter, Limits
+from service.api.graphql.types import (
     Bot,
     BotRegistration,
     CreateMatchInput,
@@ -38,8 +38,8 @@ from service.graphql.types import (
     MoveInput,
     match_type,
 )
-from service.live_match import LiveMatch
-from service.matches import Caller, NewMatch
+from service.domain.live_match import LiveMatch
+from service.domain.matches import Caller, NewMatch
 from service.settings import Settings
 
 Ctx = Info[RequestContext, None]

@@ -14,12 +14,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from service.bots import bearer_token
+from service.domain.bots import bearer_token
 from service.errors import BadInput, ServiceError, service_error
-from service.graphql.types import match_type
-from service.live_match import LiveMatch
-from service.matches import Caller
-from service.services import Services
+from service.api.graphql.types import match_type
+from service.domain.live_match import LiveMatch
+from service.domain.matches import Caller
+from service.domain.services import Services
 
 import logging
 

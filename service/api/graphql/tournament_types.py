@@ -10,10 +10,10 @@ from strawberry.types import Info
 
 from service.errors import BadInput
 
-from service.graphql.context import RequestContext
-from service.graphql.limits import ListBound
-from service.graphql.types import Bot, HouseBotKind, Match, Ruleset, Variant, _datetime, match_type
-from service.tournaments import FORMATS, MAX_ENTRANTS, Tournament as DomainTournament
+from service.api.graphql.context import RequestContext
+from service.api.graphql.limits import ListBound
+from service.api.graphql.types import Bot, HouseBotKind, Match, Ruleset, Variant, _datetime, match_type
+from service.domain.tournaments import FORMATS, MAX_ENTRANTS, Tournament as DomainTournament
 from wizard import Ruleset as EngineRuleset
 
 #: ``Tournament.matches(first:)``, and ``leaderboard(first:)``

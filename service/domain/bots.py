@@ -21,11 +21,11 @@ import hmac
 import secrets
 import time
 
-from service import bot_names
+from service.domain import bot_names
 from service.errors import BadInput, Forbidden, RateLimited, Unauthenticated
-from service.matches import Caller
+from service.domain.matches import Caller
 from service.settings import Settings
-from service.store import BotStore, Registration
+from service.store.bots import BotStore, Registration
 
 TOKEN_PREFIX = "wza_"
 

@@ -13,10 +13,10 @@ import strawberry
 from strawberry.types import Info
 from strawberry.types.arguments import InputContext
 
-from service.graphql.context import RequestContext
-from service.graphql.limits import ListBound
-from service.live_match import LiveMatch
-from service.live_match import MatchStatus as DomainMatchStatus
+from service.api.graphql.context import RequestContext
+from service.api.graphql.limits import ListBound
+from service.domain.live_match import LiveMatch
+from service.domain.live_match import MatchStatus as DomainMatchStatus
 from wizard import HOUSE_BOTS, MatchView
 from wizard import Phase as EnginePhase
 from wizard import Ruleset as EngineRuleset

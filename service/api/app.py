@@ -27,14 +27,14 @@ from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import BaseGraphQLTransportWSHandler
 from strawberry.types.graphql import OperationType
 
-from service import rest
+from service.api import rest
 from service.errors import BodyTooLarge, ServiceError
-from service.graphiql import PREFIX as GRAPHIQL_FILES
-from service.graphiql import GraphiQL
-from service.graphql.context import RequestContext
-from service.graphql.schema import build_schema
+from service.api.graphiql import PREFIX as GRAPHIQL_FILES
+from service.api.graphiql import GraphiQL
+from service.api.graphql.context import RequestContext
+from service.api.graphql.schema import build_schema
 from service.metrics import Metrics
-from service.services import Services
+from service.domain.services import Services
 from service.settings import Settings
 
 log = logging.getLogger("wizard_arena.app")

@@ -22,20 +22,13 @@ import orjson
 from wizard import HOUSE_BOTS, MatchConfig, Move, WizardError, fallback_move, new_match
 
 from service.errors import BadInput, Forbidden, LimitExceeded, MatchNotActive, NotFound, ServiceError, StaleVersion
-from service.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder
+from service.domain.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder
 from service.settings import Settings
-from service.feed import RESYNC, EventFeed, Watch
-from service.store import (
-    BotStore,
-    MatchEvent,
-    MatchStore,
-    Seated,
-    Stored,
-    WaitingFull,
-    bot_channel,
-    match_channel,
-    now_ms,
-)
+from service.store.feed import RESYNC, EventFeed, Watch
+from service.store.bots import BotStore
+from service.store.clock import now_ms
+from service.store.keys import bot_channel, match_channel
+from service.store.matches import MatchEvent, MatchStore, Seated, Stored, WaitingFull
 
 log = logging.getLogger("wizard_arena.matches")
 

@@ -26,12 +26,16 @@ from typing import Any
 from redis.asyncio import Redis
 
 from service.errors import BadInput, Forbidden, LimitExceeded, MatchNotActive, NotFound
-from service.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder
-from service.matches import Caller, MatchService
-from service.pairing import placement_points, rotation, round_robin_round, swiss_round
-from service.ratings import INITIAL_RATING, elo_update, fit_scores
+from service.domain.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder
+from service.domain.matches import Caller, MatchService
+from ranking.pairing import placement_points, rotation, round_robin_round, swiss_round
+from ranking.ratings import INITIAL_RATING, elo_update, fit_scores
 from service.settings import Settings
-from service.store import BotStore, MatchStore, RatingStore, fit_claim_key, now_ms
+from service.store.bots import BotStore
+from service.store.clock import now_ms
+from service.store.keys import fit_claim_key
+from service.store.matches import MatchStore
+from service.store.ratings import RatingStore
 from wizard import HOUSE_BOTS, MatchConfig
 
 log = logging.getLogger("wizard_arena.tournaments")

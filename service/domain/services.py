@@ -13,14 +13,18 @@ from redis import Redis as SyncRedis
 from redis.asyncio import BlockingConnectionPool, Redis
 from rq import Queue
 
-from service.bots import BotService
-from service.feed import EventFeed
-from service.matches import MatchService
+from service.domain.bots import BotService
+from service.store.feed import EventFeed
+from service.domain.matches import MatchService
 from service.metrics import Metrics
-from service.redis_line import ScriptLine
+from service.store.script_line import ScriptLine
 from service.settings import Settings
-from service.store import BotStore, MatchStore, RatingStore, fit_claim_key, now_ms
-from service.tournaments import TournamentService
+from service.store.bots import BotStore
+from service.store.clock import now_ms
+from service.store.keys import fit_claim_key
+from service.store.matches import MatchStore
+from service.store.ratings import RatingStore
+from service.domain.tournaments import TournamentService
 
 
 #: the RQ queue the API and the workers' clocks put jobs on, and the workers run

@@ -77,7 +77,7 @@ def _configure_logging(level: str) -> None:
 def _serve(args: argparse.Namespace) -> None:
     import uvicorn
 
-    from service.http_limits import raise_open_files_limit, slow_client_protocol
+    from service.api.http_limits import raise_open_files_limit, slow_client_protocol
     from service.settings import Settings
 
     settings = Settings()
@@ -86,7 +86,7 @@ def _serve(args: argparse.Namespace) -> None:
     _configure_logging(args.log_level)
     raise_open_files_limit()  # inherited by the --workers processes
     uvicorn.run(
-        "service.app:create_app",
+        "service.api.app:create_app",
         factory=True,
         host=args.host,
         port=args.port,
@@ -119,14 +119,14 @@ def _say(message: str) -> None:
 def _up(args: argparse.Namespace) -> None:
     """API, worker and (without REDIS_URL) the embedded Redis, as one run that holds the data
     folder: its lock is inherited by every child, which dies with this process (see
-    service.embedded_redis); stopped in order, the worker before the Redis it works on."""
+    service.store.embedded_redis); stopped in order, the worker before the Redis it works on."""
     import os
     import subprocess
 
     import uvicorn
 
-    from service.embedded_redis import AofDamaged, DataDirBusy, DataDirLock, EmbeddedRedis, die_with_parent
-    from service.http_limits import raise_open_files_limit, slow_client_protocol
+    from service.store.embedded_redis import AofDamaged, DataDirBusy, DataDirLock, EmbeddedRedis, die_with_parent
+    from service.api.http_limits import raise_open_files_limit, slow_client_protocol
     from service.settings import Settings
 
     _configure_logging(args.log_level)
@@ -162,7 +162,7 @@ def _up(args: argparse.Namespace) -> None:
     worker = None
     try:
         worker = subprocess.Popen(
-            [sys.executable, "-m", "service.cli", "worker", "--log-level", args.log_level], env=env,
+            [sys.executable, "-m", "wizard_arena", "worker", "--log-level", args.log_level], env=env,
             stdin=subprocess.DEVNULL,
             pass_fds=() if lock is None or lock.fd is None else (lock.fd,),  # the run holds the folder while it lives
             preexec_fn=die_with_parent(signal.SIGTERM),  # warm shutdown: it finishes its job, or leaves it to be redone
@@ -170,7 +170,7 @@ def _up(args: argparse.Namespace) -> None:
         )
         print(f"GraphiQL: {api}/graphql", flush=True)
         uvicorn.run(
-            "service.app:create_app", factory=True, host=args.host, port=args.port,
+            "service.api.app:create_app", factory=True, host=args.host, port=args.port,
             log_level=args.log_level, access_log=False, http=slow_client_protocol(settings),  # type: ignore[arg-type]
         )
     finally:
@@ -201,7 +201,7 @@ def _up_command(args: argparse.Namespace, data_dir: object) -> str:
 
 
 def _schema(args: argparse.Namespace) -> None:
-    from service.graphql.schema import schema_sdl
+    from service.api.graphql.schema import schema_sdl
 
     sys.stdout.write(schema_sdl())
 
@@ -308,7 +308,3 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(f"wizard-arena: {e}")
     except KeyboardInterrupt:
         sys.exit(130)
-
-
-if __name__ == "__main__":
-    main()

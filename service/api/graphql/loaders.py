@@ -10,7 +10,7 @@ from typing import Any
 
 from strawberry.dataloader import DataLoader
 
-from service.store import RatingStore
+from service.store.ratings import RatingStore
 
 
 class Loaders:

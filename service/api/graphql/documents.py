@@ -6,7 +6,7 @@ dozens of node hashes, more than its validation costs to look up). Here a docume
 up once by its text, and what was found of it (its limit errors, then graphql-core's
 validation errors for the schema's rules, the same on every request) kept beside it.
 
-Limits (:mod:`service.graphql.limits`) are checked before graphql-core validates: some of
+Limits (:mod:`service.api.graphql.limits`) are checked before graphql-core validates: some of
 its rules take time that grows with the square of a document's repeated fields.
 """
 
@@ -21,7 +21,7 @@ from graphql import DocumentNode, GraphQLError, parse
 from strawberry.extensions import SchemaExtension
 from strawberry.schema.schema import validate_document
 
-from service.graphql.limits import DocumentMeter
+from service.api.graphql.limits import DocumentMeter
 
 log = logging.getLogger("wizard_arena.graphql")
 

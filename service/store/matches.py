@@ -1,0 +1,312 @@
+"""Matches in Redis: created, read, changed by one compare-and-set script per event (which
+also publishes the event, moves the deadline, keeps the bots' lists and queues ended matches
+for settlement), and the published events as the feed reads them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import orjson
+from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from service.domain.live_match import LiveMatch, MatchStatus
+from service.store.keys import (
+    DEADLINES,
+    UNSETTLED,
+    bot_matches_key,
+    bot_waiting_key,
+    events_key,
+    match_key,
+)
+from service.store.script_line import ScriptLine
+
+# Commit one event: compare the version (and the id of the latest event, so that a snapshot
+# guessed from before a Redis failover cannot pass for the current one), append the event,
+# store the new snapshot, publish the event to the processes that follow the match (see
+# service.feed), move the deadline, keep the bots' lists of open matches (and tell a bot
+# that joined), and put a match that ends into the settlement queue (ratings, tournaments):
+# all at once, so none of it can be missed. Returns {1, version, event id} on success,
+# {0, current} when the match moved on, {-1, 0} when there is no such match.
+# KEYS: match, events, deadlines, unsettled, then per bot: its open matches, then (when the
+# match stops WAITING) its creator's waiting matches.
+# ARGV: expected version, match id, state, live, event, when the sweeper is due or '', record
+# or '', '1' if the match ends, expected event id or '', 'join' | 'end' | '', '1' if the
+# match stops WAITING else '0'.
+# Channels are named after the keys: {m:<id>}:wake for a match, {b:<id>}:wake for a bot.
+COMMIT_EVENT = """
+local current = redis.call('HGET', KEYS[1], 'version')
+if not current then return {-1, 0} end
+current = tonumber(current)
+if current ~= tonumber(ARGV[1]) then return {0, current} end
+if ARGV[9] ~= '' and redis.call('HGET', KEYS[1], 'eid') ~= ARGV[9] then return {0, current} end
+local version = current + 1
+local eid = redis.call('XADD', KEYS[2], '*', 'v', version, 'e', ARGV[5])
+redis.call('HSET', KEYS[1], 'version', version, 'state', ARGV[3], 'live', ARGV[4], 'eid', eid)
+redis.call('PUBLISH', string.sub(KEYS[1], 1, -6) .. 'wake', version .. '|' .. eid .. '|' .. ARGV[5])
+if ARGV[6] == '' then
+  redis.call('ZREM', KEYS[3], ARGV[2])
+else
+  redis.call('ZADD', KEYS[3], ARGV[6], ARGV[2])
+end
+if ARGV[7] ~= '' then
+  redis.call('HSET', KEYS[1], 'record', ARGV[7])
+end
+if ARGV[8] == '1' then
+  local now = redis.call('TIME')
+  redis.call('ZADD', KEYS[4], tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000), ARGV[2])
+end
+if ARGV[10] == 'join' then
+  redis.call('SADD', KEYS[5], ARGV[2])
+  redis.call('PUBLISH', string.sub(KEYS[5], 1, -8) .. 'wake', ARGV[2])
+elseif ARGV[10] == 'end' then
+  for i = 5, #KEYS - tonumber(ARGV[11]) do redis.call('SREM', KEYS[i], ARGV[2]) end
+end
+if ARGV[11] == '1' then
+  redis.call('ZREM', KEYS[#KEYS], ARGV[2])
+end
+return {1, version, eid}
+"""
+
+# Create a match with its first events (a tournament's match is created with every seat
+# taken), unless it exists: deterministic ids make creating a tournament round idempotent.
+# Each seated bot's open matches gain it, and the bot is told on its channel.
+# A match created with free seats counts among its creator's waiting matches until they are
+# taken (or it is aborted): refused, {-1, the earliest of them to be aborted}, when the
+# creator has as many as the limit.
+# KEYS: match, events, deadlines, then the open matches of each seated bot, then (for a
+# match with free seats) its creator's waiting matches.
+# ARGV: id, version, settings, state, live, when the sweeper is due or '', sealed or '', the
+# creator's limit of waiting matches or '', then the events.
+CREATE_MATCH = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return {0, 0} end
+local bots = #KEYS
+if ARGV[8] ~= '' then
+  bots = bots - 1
+  if redis.call('ZCARD', KEYS[#KEYS]) >= tonumber(ARGV[8]) then
+    return {-1, redis.call('ZRANGE', KEYS[#KEYS], 0, 0, 'WITHSCORES')[2]}
+  end
+  redis.call('ZADD', KEYS[#KEYS], ARGV[6], ARGV[1])
+end
+local count = #ARGV - 8
+for i = 1, count do
+  redis.call('XADD', KEYS[2], '0-' .. i, 'v', i, 'e', ARGV[8 + i])
+end
+redis.call('HSET', KEYS[1], 'version', ARGV[2], 'settings', ARGV[3], 'state', ARGV[4], 'live', ARGV[5],
+  'eid', '0-' .. count)
+if ARGV[6] ~= '' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[1]) end
+if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'sealed', ARGV[7]) end
+for i = 4, bots do
+  redis.call('SADD', KEYS[i], ARGV[1])
+  redis.call('PUBLISH', string.sub(KEYS[i], 1, -8) .. 'wake', ARGV[1])
+end
+return {1, 0}
+"""
+
+
+def _due(match: LiveMatch) -> str:
+    return "" if match.due_ms is None else str(match.due_ms)
+
+
+class WaitingFull(Exception):
+    """The creator has as many WAITING matches as allowed; the earliest is aborted at ``until_ms``."""
+
+    def __init__(self, until_ms: int) -> None:
+        super().__init__(until_ms)
+        self.until_ms = until_ms
+
+
+class MatchEvent:
+    """One event of a match: as read from its stream, or as published with its commit."""
+
+    __slots__ = ("match_id", "version", "event_id", "event")
+
+    def __init__(self, match_id: str, version: int, event_id: bytes, event: dict[str, Any]) -> None:
+        self.match_id = match_id
+        self.version = version
+        self.event_id = event_id
+        self.event = event
+
+
+class Seated:
+    """A bot took a seat in a match (its own join, or a tournament's match made with it)."""
+
+    __slots__ = ("bot_id", "match_id")
+
+    def __init__(self, bot_id: str, match_id: str) -> None:
+        self.bot_id = bot_id
+        self.match_id = match_id
+
+
+def decode_published(channel: bytes, data: bytes) -> MatchEvent | Seated | None:
+    """A message as the scripts publish it on a match's or a bot's channel (None for one
+    this code cannot read)."""
+    try:
+        tag, _, _ = channel.partition(b"}")
+        kind, owner = tag[1:].decode().split(":", 1)
+        if kind == "m":
+            version, event_id, event = data.split(b"|", 2)
+            decoded = orjson.loads(event)
+            decoded["v"] = int(version)
+            return MatchEvent(owner, int(version), event_id, decoded)
+        if kind == "b":
+            return Seated(owner, data.decode())
+    except (ValueError, orjson.JSONDecodeError):
+        pass
+    return None
+
+
+class Stored:
+    """A match as read: the live match and the id of its latest event."""
+
+    __slots__ = ("match", "event_id")
+
+    def __init__(self, match: LiveMatch, event_id: bytes) -> None:
+        self.match = match
+        self.event_id = event_id
+
+
+class MatchStore:
+    """Matches in Redis: create, read, commit an event atomically, follow the events."""
+
+    FIELDS = ("version", "settings", "state", "live", "eid", "sealed")
+
+    def __init__(self, redis: Redis, scripts: ScriptLine) -> None:
+        self.redis = redis
+        #: the hot path's scripts (commits) go down the process's pipelined connection
+        self.scripts = scripts
+        self._commit = redis.register_script(COMMIT_EVENT)
+        self._create = redis.register_script(CREATE_MATCH)
+
+    async def create(
+        self, match: LiveMatch, events: Sequence[dict[str, Any]] = (), sealed: bool = False,
+        waiting_limit: int | None = None,
+    ) -> bool:
+        """Store a new match with the events that made it (after the implicit ``create``),
+        and note it among its seated bots' open matches; False, and nothing written, when a
+        match with its id exists. A match still WAITING counts among its creator's waiting
+        matches, of which there may be ``waiting_limit``: :class:`WaitingFull` beyond."""
+        keys = [match_key(match.id), events_key(match.id), DEADLINES]
+        keys += [bot_matches_key(bot_id) for bot_id in sorted(match.bot_ids())]
+        waiting = match.status is MatchStatus.WAITING
+        if waiting:
+            keys.append(bot_waiting_key(match.settings.created_by))
+        created, earliest = await self._create(
+            keys=keys,
+            args=[
+                match.id, match.version, match.settings.to_json(), match.state.to_bytes(), match.live_json(),
+                _due(match), "1" if sealed else "", str(waiting_limit) if waiting and waiting_limit else "",
+                orjson.dumps({"t": "create"}), *(orjson.dumps(e) for e in events),
+            ],
+        )
+        if created == -1:
+            raise WaitingFull(int(float(earliest)))
+        match.event_id = f"0-{len(events) + 1}".encode()
+        return bool(created)
+
+    async def unseal(self, match_ids: Iterable[str]) -> None:
+        async with self.redis.pipeline(transaction=True) as pipe:
+            for match_id in match_ids:
+                pipe.hdel(match_key(match_id), "sealed")
+            await pipe.execute()
+
+    async def load(self, match_id: str) -> Stored | None:
+        values = await self.redis.hmget(match_key(match_id), self.FIELDS)
+        return self._stored(match_id, values)
+
+    async def load_many(self, match_ids: Sequence[str]) -> list[Stored | None]:
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for match_id in match_ids:
+                pipe.hmget(match_key(match_id), self.FIELDS)
+            rows = await pipe.execute()
+        return [self._stored(m, values) for m, values in zip(match_ids, rows, strict=True)]
+
+    @staticmethod
+    def _stored(match_id: str, values: list[Any]) -> Stored | None:
+        version, settings, state, live, eid, sealed = values
+        if version is None:
+            return None
+        match = LiveMatch.from_stored(match_id, int(version), settings, state, live)
+        match.sealed = sealed is not None
+        match.event_id = eid
+        return Stored(match, eid)
+
+    async def commit(self, match: LiveMatch, event: dict[str, Any], record: str | bytes = "") -> bool:
+        """Store ``match`` (already changed by ``event``) if nobody changed it meanwhile.
+
+        False means another change won the race: the caller reloads and decides again."""
+        keys = [match_key(match.id), events_key(match.id), DEADLINES, UNSETTLED]
+        mode = ""
+        if event["t"] == "join" and not event["bot"].get("house"):
+            mode = "join"
+            keys.append(bot_matches_key(event["bot"]["id"]))
+        elif match.ended:
+            mode = "end"
+            keys += [bot_matches_key(bot_id) for bot_id in sorted(match.bot_ids())]
+        leaves_waiting = event["t"] in ("join", "abort") and match.settings.waiting_until_ms is not None and (
+            match.status is not MatchStatus.WAITING
+        )
+        if leaves_waiting:
+            keys.append(bot_waiting_key(match.settings.created_by))
+        event_json = orjson.dumps(event)
+        args = [
+            match.version - 1, match.id, match.state.to_bytes(), match.live_json(), event_json, _due(match), record,
+            "1" if match.ended else "", match.event_id or "", mode, "1" if leaves_waiting else "0",
+        ]
+        try:
+            answer = await self.scripts.run(self._commit, keys, args)
+        except (RedisConnectionError, RedisTimeoutError):
+            # The connection failed with the commit on it: it may have run, its answer lost.
+            # If the match's latest event is this one, at this version, it did.
+            if await self._landed(match, event_json):
+                return True
+            raise
+        if answer[0] != 1:
+            return False
+        match.event_id = answer[2]
+        return True
+
+    async def _landed(self, match: LiveMatch, event_json: bytes) -> bool:
+        """Whether the match stored is at ``match.version`` with ``event_json`` as its latest
+        event (and if so, note the event's id); False also when Redis cannot tell."""
+        try:
+            version, event_id = await self.redis.hmget(match_key(match.id), ("version", "eid"))
+            if version is None or int(version) != match.version or event_id is None:
+                return False
+            rows = await self.redis.xrange(events_key(match.id), event_id, event_id)
+        except (RedisConnectionError, RedisTimeoutError):
+            return False
+        if not rows or rows[0][1].get(b"e") != event_json:
+            return False
+        match.event_id = event_id
+        return True
+
+    async def record(self, match_id: str) -> bytes | None:
+        return await self.redis.hget(match_key(match_id), "record")
+
+    async def events_after(self, match_id: str, event_id: bytes | None) -> list[MatchEvent]:
+        """The match's events after ``event_id`` (all of them for None), oldest first."""
+        rows = await self.redis.xrange(events_key(match_id), b"(" + event_id if event_id else "-", "+")
+        out = []
+        for eid, fields in rows:
+            event = orjson.loads(fields[b"e"])
+            event["v"] = version = int(fields[b"v"])
+            out.append(MatchEvent(match_id, version, eid, event))
+        return out
+
+    async def set_due(self, match_id: str, due_ms: int | None) -> None:
+        """Put a match in the sweeper's index at ``due_ms`` (out of it for None)."""
+        if due_ms is None:
+            await self.redis.zrem(DEADLINES, match_id)
+        else:
+            await self.redis.zadd(DEADLINES, {match_id: due_ms})
+
+    async def due_deadlines(self, now: int, limit: int = 100) -> list[str]:
+        rows = await self.redis.zrangebyscore(DEADLINES, "-inf", now, start=0, num=limit)
+        return [r.decode() for r in rows]
+
+    async def next_deadline(self) -> int | None:
+        rows = await self.redis.zrange(DEADLINES, 0, 0, withscores=True)
+        return int(rows[0][1]) if rows else None
