@@ -1,12 +1,15 @@
 """The worker's clock: one asyncio loop per worker process that keeps everything moving.
 
 - every ~10 ms: the deadline sweep (``worker.deadlines``);
-- every 0.2 s: ended matches waiting in the settlement queue get an RQ job each
-  (``settle-<match>``); a job that a dead worker left unfinished is queued again once its
-  claim (``SETTLE_CLAIM_SECONDS``) lapses;
-- every 2 s: each tournament that is due or running is advanced, a safety net under the
-  jobs (RQ starts it at its time; each settled match moves it on).
-Any number of workers may run it; what it triggers is idempotent.
+- every 0.2 s: ended matches waiting in the settlement queue, and refits asked for, get an
+  RQ job each (``worker.jobs.settle_match``, ``worker.jobs.fit_ratings``); a settlement that
+  a dead worker left unfinished is queued again once its claim (``SETTLE_CLAIM_SECONDS``)
+  lapses;
+- every 0.5 s: each tournament that is due or running is advanced (started at its time,
+  its next tables created as its matches end).
+Any number of workers may run it; what it triggers is idempotent. The API and the domain
+never queue jobs themselves: they write what must happen into Redis, and this turns it
+into work.
 """
 
 from __future__ import annotations
@@ -14,40 +17,62 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
+from typing import Any
+
+from redis import Redis as SyncRedis
+from rq import Queue
 
 from service.domain.services import Services
 from service.store.clock import now_ms
-from service.store.keys import UNSETTLED
+from worker import jobs
 from worker.deadlines import POLL_SECONDS, sweep_once
 
 log = logging.getLogger("wizard_arena.clock")
 
+#: the RQ queue the clocks put jobs on, and the workers run
+JOB_QUEUE = "default"
 SETTLE_EVERY = 0.2
-TOURNAMENTS_EVERY = 2.0
+TOURNAMENTS_EVERY = 0.5
 SETTLE_CLAIM_SECONDS = 30
 
 
-async def queue_settlements(services: Services) -> int:
-    redis = services.redis
-    ended = [m.decode() for m in await redis.zrange(UNSETTLED, 0, 199)]
-    queued = 0
-    for match_id in ended:
-        if await redis.set(f"settle-claim:{match_id}", "1", nx=True, ex=SETTLE_CLAIM_SECONDS):
-            await services.enqueue("worker.jobs.settle_match", match_id, job_id=f"settle-{match_id}")
-            queued += 1
-    return queued
+class JobQueue:
+    """The RQ queue, fed from the clock's loop (RQ speaks synchronous Redis: in a thread)."""
+
+    def __init__(self, redis_url: str) -> None:
+        self.queue = Queue(JOB_QUEUE, connection=SyncRedis.from_url(redis_url))
+
+    async def put(self, job: Callable[..., Any], *args: Any, job_id: str) -> None:
+        await asyncio.to_thread(self.queue.enqueue, job, *args, job_id=job_id)
+
+    def close(self) -> None:
+        self.queue.connection.close()
+
+
+async def queue_settlements(services: Services, queue: JobQueue) -> int:
+    claimed = await services.settlement.claim(200, SETTLE_CLAIM_SECONDS)
+    for match_id in claimed:
+        await queue.put(jobs.settle_match, match_id, job_id=f"settle-{match_id}")
+    return len(claimed)
+
+
+async def queue_fits(services: Services, queue: JobQueue) -> int:
+    claimed = await services.ratings.claim_fit_requests()
+    for ruleset in claimed:
+        await queue.put(jobs.fit_ratings, ruleset, job_id=f"fit-{ruleset}-{now_ms()}")
+    return len(claimed)
 
 
 async def advance_tournaments(services: Services) -> None:
-    for tid in await services.tournaments.store.due(now_ms()):
+    for tid in await services.tournaments.due():
         try:
             await services.tournaments.advance(tid)
         except Exception:
             log.exception("advancing tournament %s", tid)
 
 
-async def run_clock(services: Services, stop: asyncio.Event) -> None:
-    store = services.matches.matches
+async def run_clock(services: Services, queue: JobQueue, stop: asyncio.Event) -> None:
     next_settle = next_tournaments = 0.0
     while not stop.is_set():
         try:
@@ -55,11 +80,12 @@ async def run_clock(services: Services, stop: asyncio.Event) -> None:
             now = time.monotonic()
             if now >= next_settle:
                 next_settle = now + SETTLE_EVERY
-                await queue_settlements(services)
+                await queue_settlements(services, queue)
+                await queue_fits(services, queue)
             if now >= next_tournaments:
                 next_tournaments = now + TOURNAMENTS_EVERY
                 await advance_tournaments(services)
-            upcoming = await store.next_deadline()
+            upcoming = await services.matches.next_due_ms()
         except Exception:  # Redis away for a moment: keep the clock running
             log.exception("clock tick failed; retrying")
             upcoming = None

@@ -15,7 +15,6 @@ import asyncio
 import logging
 
 from service.domain.services import Services
-from service.store.clock import now_ms
 
 log = logging.getLogger("wizard_arena.deadlines")
 
@@ -25,8 +24,7 @@ BATCH = 200
 
 async def sweep_once(services: Services) -> int:
     """Settle every match whose deadline has passed; the moves made."""
-    store = services.matches.matches
-    due = await store.due_deadlines(now_ms(), BATCH)
+    due = await services.matches.due(BATCH)
     if not due:
         return 0
     made = await asyncio.gather(*(services.matches.apply_overdue(match_id) for match_id in due), return_exceptions=True)

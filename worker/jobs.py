@@ -1,6 +1,7 @@
-"""RQ jobs. Each takes ids, not objects, and is idempotent: run twice, or again after a
-worker died half way, it leaves what one run leaves (the domain code it calls guarantees
-that: ratings and results are written once, tables are created under fixed ids).
+"""RQ jobs, queued by the workers' clock (``worker.clock``) by function. Each takes ids, not
+objects, and is idempotent: run twice, or again after a worker died half way, it leaves what
+one run leaves (the domain code it calls guarantees that: ratings and results are written
+once, tables are created under fixed ids).
 
 RQ runs each job in a fresh work-horse process; a job opens its own Redis pool and, before
 it returns, lets the house bots it set moving finish their moves."""
@@ -30,14 +31,14 @@ def _run(work: Callable[[Services], Awaitable[Any]]) -> Any:
 
 def settle_match(match_id: str) -> None:
     """An ended match: its rating change, its tournament's next step."""
-    _run(lambda s: s.tournaments.settle(match_id))
+    _run(lambda s: s.settlement.settle(match_id))
 
 
 def advance_tournament(tournament_id: str) -> None:
-    """A tournament's start (scheduled by RQ at its start time), or any later step."""
+    """A tournament's next step (the clock advances tournaments itself; this is for by hand)."""
     _run(lambda s: s.tournaments.advance(tournament_id))
 
 
 def fit_ratings(ruleset: str) -> int:
     """Refit the FITTED leaderboard of one ruleset from its whole history."""
-    return int(_run(lambda s: s.tournaments.fit(ruleset)))
+    return int(_run(lambda s: s.ratings.fit(ruleset)))

@@ -13,9 +13,9 @@ import threading
 from redis import Redis
 from rq import Queue, Worker
 
-from service.domain.services import JOB_QUEUE, Services
+from service.domain.services import Services
 from service.settings import Settings
-from worker.clock import run_clock
+from worker.clock import JOB_QUEUE, JobQueue, run_clock
 
 log = logging.getLogger("wizard_arena.worker")
 
@@ -39,10 +39,12 @@ class ClockThread(threading.Thread):
         self._loop = asyncio.get_running_loop()
         self._stop_event = asyncio.Event()
         services = Services.open(self.settings, role="worker")
+        queue = JobQueue(self.settings.redis_url)  # type: ignore[arg-type]
         self.ready.set()
         try:
-            await run_clock(services, self._stop_event)
+            await run_clock(services, queue, self._stop_event)
         finally:
+            queue.close()
             await services.close()
 
     def stop(self) -> None:

@@ -17,7 +17,7 @@ from starlette.routing import Route
 from service.domain.bots import bearer_token
 from service.errors import BadInput, ServiceError, service_error
 from service.api.graphql.types import match_type
-from service.domain.live_match import LiveMatch
+from service.model.live_match import LiveMatch
 from service.domain.matches import Caller
 from service.domain.services import Services
 

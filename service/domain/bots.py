@@ -125,6 +125,10 @@ class BotService:
             )
         return name, lookalike
 
+    async def get(self, bot_id: str) -> dict[str, str] | None:
+        """A registered bot (``{"id", "name", "created"}``), or None."""
+        return await self.bots.get(bot_id) if isinstance(bot_id, str) and 0 < len(bot_id) <= 64 else None
+
     async def authenticate(self, token: str | None) -> Caller | None:
         """The bot a token belongs to (None without a token); takes one request from its bucket."""
         if token is None:

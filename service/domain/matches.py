@@ -22,7 +22,7 @@ import orjson
 from wizard import HOUSE_BOTS, MatchConfig, Move, WizardError, fallback_move, new_match
 
 from service.errors import BadInput, Forbidden, LimitExceeded, MatchNotActive, NotFound, ServiceError, StaleVersion
-from service.domain.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder
+from service.model.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder
 from service.settings import Settings
 from service.store.feed import RESYNC, EventFeed, Watch
 from service.store.bots import BotStore
@@ -370,6 +370,14 @@ class MatchService:
         """The deadline sweeper's job for one match: every seat past its deadline gets the
         fallback move (house seats their own policy). Returns the moves made."""
         return await self._act_for_seats(match_id, overdue_only=True)
+
+    async def due(self, limit: int) -> list[str]:
+        """Matches whose deadline (or whose time to be filled) has passed, the earliest first."""
+        return await self.matches.due_deadlines(now_ms(), limit)
+
+    async def next_due_ms(self) -> int | None:
+        """When the next match falls due (None: none is waiting for anything)."""
+        return await self.matches.next_deadline()
 
     async def resync_deadline(self, match_id: str) -> None:
         """Put the deadline index right for one match (after a sweep found nothing due)."""

@@ -7,11 +7,11 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
 - ``{m:<id>}:events``  stream: one entry per change, ``v`` (version) and ``e`` (event JSON);
   the match's event log and replay source
 - ``{m:<id>}:wake``    pub/sub channel: each event as it is committed, ``<version>|<event id>|<event
-  JSON>``; what wakes the waiters of every API process (``service.feed``)
+  JSON>``; what wakes the waiters of every API process (``service.store.feed``)
 - ``deadlines``        sorted set: match id by when the workers' sweeper must look at it (ms):
   the deadline of its seats to act, or while seats are free, when it is aborted unless taken
 - ``{b:<id>}:bot``     hash: name, created; ``botname:<casefolded name>`` -> bot id
-- ``botlook:<look-alike key>`` -> bot id (``service.bot_names``); ``botnames:lookalike-index``
+- ``botlook:<look-alike key>`` -> bot id (``service.domain.bot_names``); ``botnames:lookalike-index``
   the key version that index is built for (absent: to be built)
 - ``{t:<sha256>}:bot`` the bot a token hash belongs to (tokens themselves are never stored)
 - ``{b:<id>}:matches`` set: matches the bot sits in that have not ended
@@ -20,6 +20,18 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
 - ``{b:<id>}:wake``    pub/sub channel: a match's id when the bot is seated in it
 - ``{t:<sha256>}:rate`` a token's request bucket
 - ``registrations:<address>`` bots registered from a client address this hour
+- ``matches:unsettled`` sorted set: ended matches not yet settled, by when they ended;
+  ``settle-claim:<match>`` held while one's settlement job is queued or running
+- ``{b:<id>}:ratings`` hash: ruleset -> the bot's Elo rating and games; ``{b:<id>}:history:<ruleset>``
+  list: its rating after each rated match; ``leaderboard:<ruleset>:<ELO|FITTED>`` sorted sets;
+  ``ratings:applied`` set of matches whose change is applied; ``ratings:results:<ruleset>``
+  list: each rated match's result, for the fit; ``ratings:names``, ``ratings:fitted:<ruleset>``;
+  ``ratings:fit-requests`` set: rulesets to refit; ``ratings:fit-queued:<ruleset>`` held while
+  a refit waits in the queue
+- ``{tn:<id>}:tournament`` hash: spec, status, entrants (JSON), started, finished;
+  ``{tn:<id>}:slots`` hash: table id -> table (JSON); ``{tn:<id>}:results`` hash: match id ->
+  result (JSON); ``{tn:<id>}:lock`` held by the one run advancing it; ``tournaments:active``
+  sorted set: tournaments due or running, by start time
 """
 
 from __future__ import annotations
@@ -87,3 +99,32 @@ def leaderboard_key(ruleset: str, method: str) -> str:
 
 def history_key(bot_id: str, ruleset: str) -> str:
     return f"{{b:{bot_id}}}:history:{ruleset}"
+
+
+#: tournaments that are due or running, by when they start (ms)
+ACTIVE_TOURNAMENTS = "tournaments:active"
+
+
+def tournament_key(tournament_id: str) -> str:
+    return f"{{tn:{tournament_id}}}:tournament"
+
+
+def tournament_tables_key(tournament_id: str) -> str:
+    return f"{{tn:{tournament_id}}}:slots"
+
+
+def tournament_results_key(tournament_id: str) -> str:
+    return f"{{tn:{tournament_id}}}:results"
+
+
+def tournament_lock_key(tournament_id: str) -> str:
+    return f"{{tn:{tournament_id}}}:lock"
+
+
+def settle_claim_key(match_id: str) -> str:
+    """Held while an ended match's settlement job is queued or running."""
+    return f"settle-claim:{match_id}"
+
+
+#: rulesets whose fitted ratings someone asked to refit
+FIT_REQUESTS = "ratings:fit-requests"

@@ -12,7 +12,7 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from service.domain.live_match import LiveMatch, MatchStatus
+from service.model.live_match import LiveMatch, MatchStatus
 from service.store.keys import (
     DEADLINES,
     UNSETTLED,
@@ -20,6 +20,7 @@ from service.store.keys import (
     bot_waiting_key,
     events_key,
     match_key,
+    settle_claim_key,
 )
 from service.store.script_line import ScriptLine
 
@@ -106,6 +107,21 @@ return {1, 0}
 """
 
 
+# The oldest ended matches not yet settled whose settlement nobody holds: each claimed for
+# ARGV[2] s, the claimed ones answered.
+# KEYS: the unsettled matches. ARGV: how many to look at, the claim's life in s, the claim
+# keys' prefix (settle_claim_key's).
+CLAIM_UNSETTLED = """
+local claimed = {}
+for _, match_id in ipairs(redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)) do
+  if redis.call('SET', ARGV[3] .. match_id, '1', 'NX', 'EX', ARGV[2]) then
+    table.insert(claimed, match_id)
+  end
+end
+return claimed
+"""
+
+
 def _due(match: LiveMatch) -> str:
     return "" if match.due_ms is None else str(match.due_ms)
 
@@ -179,6 +195,7 @@ class MatchStore:
         self.scripts = scripts
         self._commit = redis.register_script(COMMIT_EVENT)
         self._create = redis.register_script(CREATE_MATCH)
+        self._claim_unsettled = redis.register_script(CLAIM_UNSETTLED)
 
     async def create(
         self, match: LiveMatch, events: Sequence[dict[str, Any]] = (), sealed: bool = False,
@@ -295,6 +312,16 @@ class MatchStore:
             event["v"] = version = int(fields[b"v"])
             out.append(MatchEvent(match_id, version, eid, event))
         return out
+
+    async def claim_unsettled(self, limit: int, claim_seconds: int) -> list[str]:
+        """Ended matches waiting for their settlement that nobody has claimed (a claim lapses
+        after ``claim_seconds``, so a dead worker's is taken again): now claimed by the caller."""
+        claimed = await self._claim_unsettled(keys=[UNSETTLED], args=[limit, claim_seconds, settle_claim_key("")])
+        return [m.decode() for m in claimed]
+
+    async def settled(self, match_id: str) -> None:
+        """The match's settlement is done: it leaves the queue."""
+        await self.redis.zrem(UNSETTLED, match_id)
 
     async def set_due(self, match_id: str, due_ms: int | None) -> None:
         """Put a match in the sweeper's index at ``due_ms`` (out of it for None)."""

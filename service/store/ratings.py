@@ -10,7 +10,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from service.store.clock import now_ms
-from service.store.keys import fit_claim_key, history_key, leaderboard_key, ratings_key
+from service.store.keys import FIT_REQUESTS, fit_claim_key, history_key, leaderboard_key, ratings_key
 
 # Apply one match's rating changes exactly once: skipped when the match is marked applied;
 # refused (-1) when a bot's rating moved since it was read (the caller recomputes); else
@@ -41,6 +41,22 @@ return 1
 """
 
 
+# The refits asked for: each ruleset asked for leaves the requests, and is answered unless a
+# refit of it waits in the queue already (which will read the history as it is when it runs);
+# an answered one is claimed for 600 s, until its job starts and lets go.
+# KEYS: the requests. ARGV: the claim keys' prefix (fit_claim_key's).
+CLAIM_FIT_REQUESTS = """
+local claimed = {}
+for _, ruleset in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  redis.call('SREM', KEYS[1], ruleset)
+  if redis.call('SET', ARGV[1] .. ruleset, '1', 'NX', 'EX', 600) then
+    table.insert(claimed, ruleset)
+  end
+end
+return claimed
+"""
+
+
 class RatingStore:
     """Ratings per ruleset: Elo moved by each rated match, and the fit of the whole history."""
 
@@ -50,6 +66,19 @@ class RatingStore:
     def __init__(self, redis: Redis) -> None:
         self.redis = redis
         self._apply = redis.register_script(APPLY_RATINGS)
+        self._claim_fit_requests = redis.register_script(CLAIM_FIT_REQUESTS)
+
+    async def request_fit(self, ruleset: str) -> None:
+        """Ask for a refit of the ruleset's FITTED ratings (the workers' clock queues it)."""
+        await self.redis.sadd(FIT_REQUESTS, ruleset)
+
+    async def claim_fit_requests(self) -> list[str]:
+        """The rulesets whose refit is to be queued now (see CLAIM_FIT_REQUESTS)."""
+        return [r.decode() for r in await self._claim_fit_requests(keys=[FIT_REQUESTS], args=[fit_claim_key("")])]
+
+    async def release_fit_claim(self, ruleset: str) -> None:
+        """A refit starts: asking again from now on queues a new one."""
+        await self.redis.delete(fit_claim_key(ruleset))
 
     async def elo(self, bot_ids: Sequence[str], ruleset: str) -> list[tuple[float, int] | None]:
         """Each bot's (rating, games) under ``ruleset``, None for a bot without one."""

@@ -24,6 +24,7 @@ from tests.api.arena_client import REPO
 from tests.api.test_tournaments import Player, check_standings, create, get, wait_status, wait_until
 
 from ranking.ratings import INITIAL_RATING, elo_update
+from worker import jobs
 from service.store.keys import history_key
 
 RULESET = "WIZARD_JUNIOR"
@@ -169,7 +170,7 @@ def test_running_a_settlement_again_changes_nothing(api, worker, redis_client, r
     assert snapshot() == before
     # ... and through RQ, run by the worker
     job = Queue("default", connection=redis_client).enqueue(
-        "worker.jobs.settle_match", match_id, job_id=f"again-{match_id}-{uuid.uuid4().hex[:6]}"
+        jobs.settle_match, match_id, job_id=f"again-{match_id}-{uuid.uuid4().hex[:6]}"
     )
     wait_until(lambda: job.get_status(refresh=True) in ("finished", "failed"), "the repeated settlement job")
     assert job.get_status() == "finished"

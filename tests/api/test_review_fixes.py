@@ -33,7 +33,7 @@ from tests.api.arena_client import first_legal, wait_until
 from tests.api.ws_client import GraphQLWS
 from tests.conftest import stacked
 
-from service.domain.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder
+from service.model.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder
 from service.domain.matches import Caller
 from service.store.script_line import ScriptLine
 from service.domain.services import Services
@@ -41,7 +41,9 @@ from service.settings import Settings
 from service.store.clock import now_ms
 from service.store.keys import DEADLINES, UNSETTLED, bot_channel, bot_matches_key, events_key, match_key
 from service.store.matches import MatchStore
-from service.domain.tournaments import tournament_key
+from service.domain.tournaments import NewTournament
+from service.model.tournament import Table
+from service.store.keys import tournament_key, tournament_lock_key
 from wizard import MatchConfig, Move, Phase, new_match
 
 T = TypeVar("T")
@@ -465,10 +467,9 @@ def test_a_tournament_match_is_in_each_seated_bots_open_matches_and_the_bots_are
 
     async def work() -> str:
         tournaments = services.tournaments
-        spec = {"name": "seated", "ruleset": "WIZARD_JUNIOR", "variants": [], "players_per_match": 3,
-                "format": "ROUND_ROBIN", "rounds": 1, "duration_minutes": None, "starts_at_ms": None,
-                "move_timeout_ms": 600_000, "rated": False, "duplicate": False}
-        t = await tournaments.create(creator, spec, [bot_id for _, bot_id in bots], [])
+        spec = NewTournament("seated", "WIZARD_JUNIOR", players_per_match=3, rounds=1, move_timeout_ms=600_000,
+                             rated=False, bots=[bot_id for _, bot_id in bots])
+        t = await tournaments.create(creator, spec)
         try:
             assert await tournaments.advance(t.id)  # starts it: its only table is created
             match_id = f"{t.id}-r1t0-0"
@@ -554,11 +555,10 @@ def test_settle_leaves_a_tournament_match_queued_while_another_run_holds_the_tou
 
     async def work() -> None:
         tournaments = services.tournaments
-        spec = {"name": "locked", "ruleset": "WIZARD_JUNIOR", "variants": [], "players_per_match": 3,
-                "format": "ROUND_ROBIN", "rounds": 1, "duration_minutes": None,
-                "starts_at_ms": now_ms() + 3_600_000, "move_timeout_ms": 600_000, "rated": False,
-                "duplicate": False}
-        t = await tournaments.create(creator, spec, [], ["RANDOM", "RANDOM", "RANDOM"])
+        spec = NewTournament("locked", "WIZARD_JUNIOR", players_per_match=3, rounds=1,
+                             starts_at_ms=now_ms() + 3_600_000, move_timeout_ms=600_000, rated=False,
+                             house_bots=["RANDOM", "RANDOM", "RANDOM"])
+        t = await tournaments.create(creator, spec)
         assert await services.redis.exists(tournament_key(t.id))
         try:
             # an ended match of the tournament, queued for settlement by its last commit
@@ -578,15 +578,15 @@ def test_settle_leaves_a_tournament_match_queued_while_another_run_holds_the_tou
             assert match.status is MatchStatus.FINISHED
             assert await services.redis.zscore(UNSETTLED, match.id) is not None
 
-            key = f"{{tn:{t.id}}}:lock"
+            key = tournament_lock_key(t.id)
             lock_key.append(key)
             assert redis_client.set(key, "someone-else", nx=True, px=60_000)
-            await tournaments.settle(match.id)
+            await services.settlement.settle(match.id)
             assert await services.redis.zscore(UNSETTLED, match.id) is not None  # retried later
             assert redis_client.get(key) == b"someone-else"  # their lock is left alone
 
             redis_client.delete(key)
-            await tournaments.settle(match.id)  # the retry, once the lock is free
+            await services.settlement.settle(match.id)  # the retry, once the lock is free
             assert await services.redis.zscore(UNSETTLED, match.id) is None
         finally:
             for key in lock_key:
@@ -609,19 +609,19 @@ def test_tables_are_stored_all_at_once_and_an_earlier_table_wins(services):
     async def work() -> tuple[dict[str, Any], dict[str, Any]]:
         store = services.tournaments.store
         try:
-            first = await store.add_slots(tid, {"r1t0": {"table": [0, 1, 2], "seed": "first", "round": 1, "created": 1}})
-            both = await store.add_slots(tid, {
-                "r1t0": {"table": [2, 1, 0], "seed": "second", "round": 1, "created": 2},
-                "r1t1": {"table": [3, 4, 5], "seed": "other", "round": 1, "created": 2},
+            first = await store.add_tables(tid, {"r1t0": Table([0, 1, 2], "first", 1, 1)})
+            both = await store.add_tables(tid, {
+                "r1t0": Table([2, 1, 0], "second", 1, 2),
+                "r1t1": Table([3, 4, 5], "other", 1, 2),
             })
             return first, both
         finally:
             await services.close()
 
     first, both = run(work)
-    assert first["r1t0"]["seed"] == "first"
+    assert first["r1t0"].seed == "first"
     assert both["r1t0"] == first["r1t0"], "the table stored first is kept"
-    assert both["r1t1"]["seed"] == "other"
+    assert both["r1t1"].seed == "other"
 
 
 # ---------------------------------------------------------------------- 10. refits coalesce
@@ -629,23 +629,25 @@ def test_tables_are_stored_all_at_once_and_an_earlier_table_wins(services):
 
 def test_a_refit_waiting_in_the_queue_absorbs_further_asks(services, redis_client):
     """refitRatings (or a tournament's end) while a refit of the same ruleset still waits in
-    the queue adds no job: the waiting one reads the history as it is when it runs."""
+    the queue adds no job: the waiting one reads the history as it is when it runs. What the
+    workers' clock queues is what claim_fit_requests answers."""
     ruleset = f"RF_{secrets.token_hex(3).upper()}"  # a name no real refit uses
-    queued: list[tuple[Any, ...]] = []
-
-    async def record(function: str, *args: Any, job_id: str, at_ms: int | None = None) -> None:
-        queued.append((function, *args))
+    queued: list[list[str]] = []
 
     async def work() -> None:
-        services.enqueue = record  # type: ignore[method-assign]
+        ratings = services.ratings
         try:
-            await services.enqueue_fit(ruleset)
-            await services.enqueue_fit(ruleset)
-            await services.tournaments.fit(ruleset)  # the job starts: it releases the claim
-            await services.enqueue_fit(ruleset)
+            await ratings.request_fit(ruleset)
+            await ratings.request_fit(ruleset)
+            queued.append([r for r in await ratings.ratings.claim_fit_requests() if r == ruleset])  # one job
+            await ratings.request_fit(ruleset)  # while it waits in the queue
+            queued.append([r for r in await ratings.ratings.claim_fit_requests() if r == ruleset])  # none
+            await ratings.fit(ruleset)  # the job starts: it releases the claim
+            await ratings.request_fit(ruleset)
+            queued.append([r for r in await ratings.ratings.claim_fit_requests() if r == ruleset])  # one more
         finally:
             await services.close()
 
     run(work)
-    assert queued == [("worker.jobs.fit_ratings", ruleset)] * 2
+    assert queued == [[ruleset], [], [ruleset]]
     redis_client.delete(f"ratings:fit-queued:{ruleset}", f"leaderboard:{ruleset}:FITTED")

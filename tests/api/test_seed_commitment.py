@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from service.domain.live_match import MatchSettings
+from service.model.live_match import MatchSettings
 from sdk.replay import ReplayError, verify_record
 from tests.api.arena_client import REPO
 from wizard import MatchConfig, new_match

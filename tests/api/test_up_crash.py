@@ -32,7 +32,7 @@ from tests.api.up_process import (
     wait_gone,
 )
 
-from service.domain.live_match import LiveMatch
+from service.model.live_match import LiveMatch
 from wizard import new_match
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")

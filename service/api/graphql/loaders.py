@@ -10,11 +10,11 @@ from typing import Any
 
 from strawberry.dataloader import DataLoader
 
-from service.store.ratings import RatingStore
+from service.domain.ratings import RatingService
 
 
 class Loaders:
-    def __init__(self, ratings: RatingStore) -> None:
+    def __init__(self, ratings: RatingService) -> None:
         self._ratings = ratings
         #: a bot's id -> its current rating per ruleset
         self.ratings: DataLoader[str, list[dict[str, Any]]] = DataLoader(self._current, cache=False)

@@ -38,8 +38,10 @@ from service.api.graphql.types import (
     MoveInput,
     match_type,
 )
-from service.domain.live_match import LiveMatch
+from service.model.live_match import LiveMatch
 from service.domain.matches import Caller, NewMatch
+from service.domain.tournaments import NewTournament
+from service.model.tournament import TournamentFormat as DomainFormat
 from service.settings import Settings
 
 Ctx = Info[RequestContext, None]
@@ -70,7 +72,7 @@ class Query:
 
     @strawberry.field
     async def bot(self, info: Ctx, id: strawberry.ID) -> Bot | None:
-        found = await info.context.services.bots.bots.get(str(id)) if len(str(id)) <= 64 else None
+        found = await info.context.services.bots.get(str(id))
         return None if found is None else Bot(id=strawberry.ID(found["id"]), name=found["name"])
 
     @strawberry.field(description="The caller's view of a match: a seated bot sees its own seat's cards.")
@@ -169,26 +171,25 @@ class Mutation:
         return _for(live, caller)
 
 
-    @strawberry.mutation(description="Schedules a tournament (RQ starts it at startsAt).")
+    @strawberry.mutation(description="Schedules a tournament (the workers start it at startsAt).")
     async def create_tournament(self, info: Ctx, input: CreateTournamentInput) -> Tournament:
         caller = await info.context.caller()
-        services = info.context.services
-        spec = {
-            "name": input.name,
-            "ruleset": input.ruleset.value,
-            "variants": [v.value for v in input.variants],
-            "players_per_match": input.players_per_match,
-            "format": input.format.value,
-            "rounds": input.rounds,
-            "duration_minutes": input.duration_minutes,
-            "starts_at_ms": _epoch_ms(input.starts_at),
-            "move_timeout_ms": input.move_timeout_ms,
-            "rated": input.rated,
-            "duplicate": input.duplicate,
-        }
-        t = await services.tournaments.create(caller, spec, [str(b) for b in input.bots], [k.value for k in input.house_bots])
-        await services.enqueue("worker.jobs.advance_tournament", t.id, job_id=f"start-{t.id}", at_ms=t.spec.starts_at_ms)
-        return tournament_type(t)
+        spec = NewTournament(
+            name=input.name,
+            ruleset=input.ruleset.value,
+            variants=[v.value for v in input.variants],
+            players_per_match=input.players_per_match,
+            format=input.format,
+            rounds=input.rounds,
+            duration_minutes=input.duration_minutes,
+            starts_at_ms=_epoch_ms(input.starts_at),
+            move_timeout_ms=input.move_timeout_ms,
+            rated=input.rated,
+            duplicate=input.duplicate,
+            bots=[str(b) for b in input.bots],
+            house_bots=[k.value for k in input.house_bots],
+        )
+        return tournament_type(await info.context.services.tournaments.create(caller, spec))
 
     @strawberry.mutation(description="Enters the caller (until the tournament starts).")
     async def join_tournament(self, info: Ctx, tournament_id: strawberry.ID) -> Tournament:
@@ -203,7 +204,7 @@ class Mutation:
     @strawberry.mutation(description="Asks the workers to refit a ruleset's FITTED ratings from its whole history.")
     async def refit_ratings(self, info: Ctx, ruleset: Ruleset) -> bool:  # type: ignore[valid-type]
         await info.context.caller()
-        await info.context.services.enqueue_fit(ruleset.value)
+        await info.context.services.ratings.request_fit(ruleset.value)
         return True
 
 

@@ -13,18 +13,18 @@ from service.errors import BadInput
 from service.api.graphql.context import RequestContext
 from service.api.graphql.limits import ListBound
 from service.api.graphql.types import Bot, HouseBotKind, Match, Ruleset, Variant, _datetime, match_type
-from service.domain.tournaments import FORMATS, MAX_ENTRANTS, Tournament as DomainTournament
+from service.model.tournament import MAX_ENTRANTS
+from service.model.tournament import Tournament as DomainTournament
+from service.model.tournament import TournamentFormat as DomainFormat
+from service.model.tournament import TournamentStatus as DomainStatus
 from wizard import Ruleset as EngineRuleset
 
 #: ``Tournament.matches(first:)``, and ``leaderboard(first:)``
 TOURNAMENT_MATCHES = ListBound(1_000, argument="first", default=200)
 LEADERBOARD = ListBound(500, argument="first", default=50)
 
-TournamentFormat = strawberry.enum(Enum("TournamentFormat", {f: f for f in FORMATS}), name="TournamentFormat")  # type: ignore[misc]
-TournamentStatus = strawberry.enum(
-    Enum("TournamentStatus", {s: s for s in ("SCHEDULED", "RUNNING", "FINISHED", "CANCELLED")}),  # type: ignore[misc]
-    name="TournamentStatus",
-)
+TournamentFormat = strawberry.enum(DomainFormat, name="TournamentFormat")
+TournamentStatus = strawberry.enum(DomainStatus, name="TournamentStatus")
 RatingMethod = strawberry.enum(
     Enum("RatingMethod", {"ELO": "ELO", "FITTED": "FITTED"}),  # type: ignore[misc]
     name="RatingMethod",
@@ -62,7 +62,7 @@ class Tournament:
     created_by: strawberry.ID
     entrants: list[Bot] = strawberry.field(metadata=ListBound(MAX_ENTRANTS).metadata())
     standings: list[Standing] = strawberry.field(metadata=ListBound(MAX_ENTRANTS).metadata())
-    match_ids: strawberry.Private[list[str]]
+    domain: strawberry.Private[DomainTournament]
 
     @strawberry.field(
         description="The tournament's matches, oldest first, as the caller may see them: `first` of them "
@@ -76,23 +76,20 @@ class Tournament:
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise BadInput(f"offset must be 0 or more, not {offset!r}")
         caller = await info.context.optional_caller()
-        stored = await info.context.services.matches.matches.load_many(self.match_ids[offset : offset + first])
-        return [
-            match_type(s.match, s.match.seat_of(caller.bot_id) if caller else None) for s in stored if s is not None
-        ]
+        matches = await info.context.services.tournaments.matches_of(self.domain, first, offset)
+        return [match_type(m, m.seat_of(caller.bot_id) if caller else None) for m in matches]
 
 
 def tournament_type(t: DomainTournament) -> Tournament:
     spec = t.spec
-    entrants = [Bot(id=strawberry.ID(e["id"]), name=e["name"]) for e in t.entrants]
-    ids = [m for slot_id in sorted(t.slots, key=lambda s: t.slots[s]["created"]) for m in t.match_ids(slot_id)]
+    entrants = [Bot(id=strawberry.ID(e.id), name=e.name) for e in t.entrants]
     return Tournament(
         id=strawberry.ID(t.id),
         name=spec.name,
         ruleset=EngineRuleset(spec.ruleset),
         variants=list(spec.variants),  # type: ignore[arg-type]
         players_per_match=spec.players_per_match,
-        format=TournamentFormat[spec.format],
+        format=spec.format,
         rounds=spec.rounds,
         duration_minutes=spec.duration_minutes,
         starts_at=_datetime(spec.starts_at_ms),  # type: ignore[arg-type]
@@ -101,14 +98,14 @@ def tournament_type(t: DomainTournament) -> Tournament:
         move_timeout_ms=spec.move_timeout_ms,
         rated=spec.rated,
         duplicate=spec.duplicate,
-        status=TournamentStatus[t.status],
+        status=t.status,
         created_by=strawberry.ID(spec.created_by),
         entrants=entrants,
         standings=[
-            Standing(rank=r["rank"], bot=entrants[r["entrant"]], points=r["points"], matches=r["matches"], score=r["score"])
+            Standing(rank=r.rank, bot=entrants[r.entrant], points=r.points, matches=r.matches, score=r.score)
             for r in t.standings()
         ],
-        match_ids=ids,
+        domain=t,
     )
 
 
@@ -127,7 +124,7 @@ class CreateTournamentInput:
     ruleset: Ruleset = EngineRuleset.WIZARD  # type: ignore[valid-type]
     variants: list[Variant] = strawberry.field(default_factory=list)  # type: ignore[valid-type]
     players_per_match: int = 4
-    format: TournamentFormat = strawberry.field(default=TournamentFormat["ROUND_ROBIN"])  # type: ignore[valid-type]
+    format: TournamentFormat = DomainFormat.ROUND_ROBIN  # type: ignore[valid-type]
     rounds: int | None = strawberry.field(default=None, description="ROUND_ROBIN and SWISS")
     duration_minutes: float | None = strawberry.field(default=None, description="ARENA (fractions allowed)")
     starts_at: datetime | None = strawberry.field(default=None, description="Default: now.")

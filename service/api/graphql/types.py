@@ -15,8 +15,8 @@ from strawberry.types.arguments import InputContext
 
 from service.api.graphql.context import RequestContext
 from service.api.graphql.limits import ListBound
-from service.domain.live_match import LiveMatch
-from service.domain.live_match import MatchStatus as DomainMatchStatus
+from service.model.live_match import LiveMatch
+from service.model.live_match import MatchStatus as DomainMatchStatus
 from wizard import HOUSE_BOTS, MatchView
 from wizard import Phase as EnginePhase
 from wizard import Ruleset as EngineRuleset

@@ -1,0 +1,87 @@
+"""Ratings: each rated match's Elo change, applied exactly once however often its settlement
+runs (a Redis script marks the match as it applies the change), the refits of the FITTED
+leaderboards from the whole history, and what the API reads of them (leaderboards, a bot's
+ratings and history)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ranking.ratings import INITIAL_RATING, elo_update, fit_scores
+from service.model.live_match import LiveMatch, MatchStatus, SeatHolder
+from service.store.ratings import RatingStore
+
+#: how often a rating change is computed again when another match's change got in first
+APPLY_ATTEMPTS = 20
+
+
+def rated_as(holder: SeatHolder) -> str:
+    """Whose rating a seat moves: a house bot's kind shares one rating however it was seated."""
+    return f"house-{holder.house.lower()}" if holder.house else holder.id
+
+
+class RatingService:
+    def __init__(self, ratings: RatingStore) -> None:
+        self.ratings = ratings
+
+    async def leaderboard(self, ruleset: str, method: str, first: int, offset: int) -> list[dict[str, Any]]:
+        return await self.ratings.leaderboard(ruleset, method, first, offset)
+
+    async def current(self, bot_ids: Sequence[str]) -> list[list[dict[str, Any]]]:
+        """Each bot's rating per ruleset, for many bots in one round trip."""
+        return await self.ratings.current(bot_ids)
+
+    async def histories(self, wanted: Sequence[tuple[str, str, int]]) -> list[list[dict[str, Any]]]:
+        """For each (bot, ruleset, last): its latest ``last`` rating points, oldest first."""
+        return await self.ratings.histories(wanted)
+
+    async def settle(self, match: LiveMatch) -> None:
+        """An ended match's rating change, at most once (a rated match that finished)."""
+        if match.status is MatchStatus.FINISHED and match.settings.rated and not match.settings.stacked:
+            await self.apply_elo(match)
+
+    async def apply_elo(self, match: LiveMatch) -> None:
+        ruleset = match.ruleset.value
+        holders = [h for h in match.seats if h is not None]
+        identities = [rated_as(h) for h in holders]
+        names = {rated_as(h): (f"House {h.house.title()}" if h.house else h.name) for h in holders}
+        unique = list(dict.fromkeys(identities))
+        scores = list(match.state.scores)
+        for _ in range(APPLY_ATTEMPTS):
+            if await self.ratings.is_applied(match.id):
+                return
+            current = dict(zip(unique, await self.ratings.elo(unique, ruleset), strict=True))
+            before = [current[i][0] if current[i] else INITIAL_RATING for i in identities]
+            after = elo_update(before, scores)
+            delta: dict[str, float] = {}
+            for identity, old, new in zip(identities, before, after, strict=True):
+                delta[identity] = delta.get(identity, 0.0) + new - old
+            changes = []
+            for identity in unique:
+                rating, games = current[identity] or (INITIAL_RATING, 0)
+                changes.append((identity, names[identity], games, rating + delta[identity]))
+            result = {"matchId": match.id, "bots": identities, "scores": scores}
+            if await self.ratings.apply(match.id, ruleset, changes, result) >= 0:
+                return
+        raise RuntimeError(f"ratings for match {match.id} kept changing; the settlement will be retried")
+
+    async def request_fit(self, ruleset: str) -> None:
+        """Ask the workers to refit a ruleset's FITTED ratings (after a rated tournament, or on
+        demand). While one refit waits in the queue, asking again adds nothing: it will read
+        the history as it is when it runs."""
+        await self.ratings.request_fit(ruleset)
+
+    async def claim_fit_requests(self) -> list[str]:
+        """The rulesets whose refit is to be queued now (a refit already waiting absorbs asks)."""
+        return await self.ratings.claim_fit_requests()
+
+    async def fit(self, ruleset: str) -> int:
+        """Refit the whole history of ``ruleset`` (the FITTED leaderboard); the matches used."""
+        await self.ratings.release_fit_claim(ruleset)  # asks from now on queue a new refit
+        results = await self.ratings.results(ruleset)
+        fit = fit_scores([(r["bots"], r["scores"]) for r in results])
+        await self.ratings.store_fit(
+            ruleset, {str(b): v for b, v in fit.ratings.items()}, {str(b): g for b, g in fit.games.items()}
+        )
+        return len(results)

@@ -1,0 +1,44 @@
+"""What an ended match leads to, each part once however often it runs: its rating change
+(``service.domain.ratings``) and, for a tournament's match, its result and its tournament's
+next step (``service.domain.tournaments``).
+
+A match is settled by the workers, never by the request that ended it: the commit that ends
+a match puts it in the settlement queue (``matches:unsettled``) in the same script, the
+workers' clock claims it and runs a job (``worker.jobs.settle_match``) that calls
+:meth:`Settlement.settle`; a job that a dead worker left unfinished is claimed again."""
+
+from __future__ import annotations
+
+from service.domain.ratings import RatingService
+from service.domain.tournaments import TournamentService
+from service.model.tournament import TournamentStatus
+from service.store.matches import MatchStore
+
+
+class Settlement:
+    def __init__(self, matches: MatchStore, tournaments: TournamentService, ratings: RatingService) -> None:
+        self.matches = matches
+        self.tournaments = tournaments
+        self.ratings = ratings
+
+    async def claim(self, limit: int, claim_seconds: int) -> list[str]:
+        """Ended matches to settle now, claimed for ``claim_seconds`` (see MatchStore.claim_unsettled)."""
+        return await self.matches.claim_unsettled(limit, claim_seconds)
+
+    async def settle(self, match_id: str) -> None:
+        """Settle one ended match (its id from the settlement queue), then take it off."""
+        stored = await self.matches.load(match_id)
+        if stored is not None and stored.match.ended:
+            match = stored.match
+            tid = match.settings.tournament
+            if tid:
+                # settles the table once it is complete; when another run holds the tournament
+                # (a cancel under way, another worker), the match stays queued and is retried
+                if not await self.tournaments.advance(tid):
+                    return
+                t = await self.tournaments.store.load(tid)
+                if t is not None and t.status is TournamentStatus.CANCELLED:
+                    await self.tournaments.settle_cut_short(t)  # it played on after the cancel
+            else:
+                await self.ratings.settle(match)
+        await self.matches.settled(match_id)

@@ -1,0 +1,125 @@
+"""Tournaments in Redis: the tournament's head (spec, status, entrants), its tables and their
+results, each written so that a run repeated by another worker changes nothing (tables and
+results only if absent, status only from the status expected), and a lock for the one run
+that advances it."""
+
+from __future__ import annotations
+
+import json
+import secrets
+
+from redis.asyncio import Redis
+
+from service.model.tournament import Entrant, Table, TableResult, Tournament, TournamentSpec, TournamentStatus
+from service.store.clock import now_ms
+from service.store.keys import (
+    ACTIVE_TOURNAMENTS,
+    tournament_key,
+    tournament_lock_key,
+    tournament_results_key,
+    tournament_tables_key,
+)
+
+# Replace the entrants, only if still SCHEDULED and nobody changed them meanwhile.
+# KEYS: tournament. ARGV: entrants as read, entrants after.
+SET_ENTRANTS = """
+if redis.call('HGET', KEYS[1], 'status') ~= 'SCHEDULED' then return 0 end
+if redis.call('HGET', KEYS[1], 'entrants') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'entrants', ARGV[2])
+return 1
+"""
+
+# Change the status, only from the one expected (of two racing workers, one wins), stamp the
+# time, and take an ended tournament off the active ones.
+# KEYS: tournament, active tournaments. ARGV: expected, new, field to stamp or '', time, id.
+MOVE_STATUS = """
+if redis.call('HGET', KEYS[1], 'status') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'status', ARGV[2])
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], ARGV[3], ARGV[4]) end
+if ARGV[2] == 'FINISHED' or ARGV[2] == 'CANCELLED' then redis.call('ZREM', KEYS[2], ARGV[5]) end
+return 1
+"""
+
+UNLOCK = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
+
+
+def _entrants_json(entrants: list[Entrant]) -> str:
+    return json.dumps([e.to_dict() for e in entrants])
+
+
+class TournamentStore:
+    def __init__(self, redis: Redis) -> None:
+        self.redis = redis
+        self._set_entrants = redis.register_script(SET_ENTRANTS)
+        self._move_status = redis.register_script(MOVE_STATUS)
+        self._unlock = redis.register_script(UNLOCK)
+
+    async def save_new(self, t: Tournament) -> None:
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hset(tournament_key(t.id), mapping={
+                "spec": json.dumps(t.spec.to_dict()), "status": t.status.value, "entrants": _entrants_json(t.entrants),
+            })
+            pipe.zadd(ACTIVE_TOURNAMENTS, {t.id: t.spec.starts_at_ms})
+            await pipe.execute()
+
+    async def load(self, tid: str) -> Tournament | None:
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hgetall(tournament_key(tid))
+            pipe.hgetall(tournament_tables_key(tid))
+            pipe.hgetall(tournament_results_key(tid))
+            head, tables, results = await pipe.execute()
+        if not head:
+            return None
+        data = {k.decode(): v for k, v in head.items()}
+        return Tournament(
+            tid,
+            TournamentSpec.from_dict(json.loads(data["spec"])),
+            TournamentStatus(data["status"].decode()),
+            [Entrant.from_dict(e) for e in json.loads(data["entrants"])],
+            int(data["started"]) if "started" in data else None,
+            int(data["finished"]) if "finished" in data else None,
+            {k.decode(): Table.from_dict(json.loads(v)) for k, v in tables.items()},
+            {k.decode(): TableResult.from_dict(json.loads(v)) for k, v in results.items()},
+        )
+
+    async def set_entrants(self, tid: str, before: list[Entrant], after: list[Entrant]) -> bool:
+        """Replace the entrants, only if still SCHEDULED and nobody changed them meanwhile."""
+        return bool(await self._set_entrants(keys=[tournament_key(tid)], args=[_entrants_json(before), _entrants_json(after)]))
+
+    async def move_status(
+        self, tid: str, expected: TournamentStatus, new: TournamentStatus, stamp: str | None = None
+    ) -> bool:
+        """Change the status only from ``expected`` (one worker wins a race); ``stamp`` names the
+        field (``started``, ``finished``) that records when."""
+        return bool(await self._move_status(
+            keys=[tournament_key(tid), ACTIVE_TOURNAMENTS], args=[expected.value, new.value, stamp or "", now_ms(), tid]
+        ))
+
+    async def add_tables(self, tid: str, tables: dict[str, Table]) -> dict[str, Table]:
+        """Store new tables all at once (a round is stored whole or not at all; a table
+        stored before is kept) and answer them as stored."""
+        async with self.redis.pipeline(transaction=True) as pipe:
+            for table_id, table in tables.items():
+                pipe.hsetnx(tournament_tables_key(tid), table_id, json.dumps(table.to_dict()))
+            pipe.hmget(tournament_tables_key(tid), list(tables))
+            *_, stored = await pipe.execute()
+        return {table_id: Table.from_dict(json.loads(value)) for table_id, value in zip(tables, stored, strict=True)}
+
+    async def update_table(self, tid: str, table_id: str, table: Table) -> None:
+        await self.redis.hset(tournament_tables_key(tid), table_id, json.dumps(table.to_dict()))
+
+    async def add_result(self, tid: str, match_id: str, result: TableResult) -> None:
+        """A match's result, kept only if it has none (a settlement run again changes nothing)."""
+        await self.redis.hsetnx(tournament_results_key(tid), match_id, json.dumps(result.to_dict()))
+
+    async def due(self, now: int) -> list[str]:
+        """Tournaments whose start has come and that have not ended."""
+        return [t.decode() for t in await self.redis.zrangebyscore(ACTIVE_TOURNAMENTS, "-inf", now)]
+
+    async def lock(self, tid: str, seconds: float = 10) -> str | None:
+        token = secrets.token_hex(8)
+        ok = await self.redis.set(tournament_lock_key(tid), token, nx=True, px=int(seconds * 1000))
+        return token if ok else None
+
+    async def unlock(self, tid: str, token: str) -> None:
+        await self._unlock(keys=[tournament_lock_key(tid)], args=[token])
