@@ -21,6 +21,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY wizard ./wizard
 COPY ranking ./ranking
+COPY contract ./contract
 COPY sdk ./sdk
 COPY service ./service
 COPY worker ./worker

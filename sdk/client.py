@@ -20,6 +20,7 @@ import websockets
 from websockets.asyncio.client import connect
 from websockets.typing import Subprotocol
 
+from contract import MATCH
 from wizard import MatchView, Move
 
 PROTOCOL = "graphql-transport-ws"
@@ -29,18 +30,8 @@ WEBSOCKETS_REFUSED = frozenset({400, 403, 404, 405, 426})
 
 log = logging.getLogger("wizard_arena.client")
 
-#: Every field of ``Match`` that :meth:`wizard.MatchView.from_dict` reads, and the live ones.
-MATCH_FIELDS = """
-  id status version deadline moveTimeoutMs rated
-  ruleset variants players round rounds handSize dealer phase trumpCard trumpSuit leadSuit
-  toAct awaiting mySeat hand movesMade seedHash seed winners
-  legalMoves { bid card trump }
-  seats { seat bot { id name } houseBot score bid tricks timeouts hand }
-  currentTrick { seat card }
-  completedTricks { leader winner plays { seat card } }
-  lastTrick { leader winner plays { seat card } }
-  roundResults { round seats { seat bid tricks points } }
-"""
+#: Every field of ``Match``, as the API's contract describes it (``contract``)
+MATCH_FIELDS = MATCH.selection()
 
 
 class ArenaError(Exception):

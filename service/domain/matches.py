@@ -8,6 +8,7 @@ new state.
 from __future__ import annotations
 
 import asyncio
+from contextlib import aclosing
 import json
 import logging
 import secrets
@@ -442,8 +443,9 @@ class MatchService:
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0:
             raise BadInput(f"timeoutMs must be a whole number of milliseconds >= 0, not {timeout_ms!r}")
         end = time.monotonic() + min(timeout_ms, limit) / 1000
-        async for match in self._turns(caller, match_id, end):
-            return match
+        async with aclosing(self._turns(caller, match_id, end)) as turns:  # its wait ends here, not when collected
+            async for match in turns:
+                return match
         return None
 
     async def my_turns(self, caller: Caller) -> AsyncIterator[LiveMatch]:

@@ -15,6 +15,8 @@ from typing import Any, TypeVar
 
 import httpx
 
+from contract import MATCH
+
 REPO = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
 
@@ -160,17 +162,7 @@ class Api:
         self.http.close()
 
 
-MATCH_FIELDS = """
-id ruleset variants players status version round rounds handSize dealer phase trumpCard trumpSuit leadSuit
-toAct awaiting deadline moveTimeoutMs rated stacked seedChosen createdBy createdAt mySeat hand
-legalMoves { bid card trump }
-seats { seat bot { id name } houseBot score bid tricks timeouts hand }
-currentTrick { seat card }
-completedTricks { leader plays { seat card } winner }
-lastTrick { leader plays { seat card } winner }
-roundResults { round seats { seat bid tricks points } }
-winners movesMade seedHash seed salt
-"""
+MATCH_FIELDS = MATCH.selection()  # every field of a Match (contract/)
 
 
 def first_legal(match: dict[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import strawberry
-from graphql import DocumentNode, GraphQLError, OperationDefinitionNode
+from contract import MATCH, Shape
+from graphql import DocumentNode, GraphQLError, GraphQLSchema, OperationDefinitionNode
 from strawberry.extensions import MaxTokensLimiter
 from strawberry.schema.config import StrawberryConfig
 from strawberry.schema.exceptions import CannotGetOperationTypeError
@@ -284,6 +285,7 @@ def build_schema(settings: Settings) -> strawberry.Schema:
             ErrorCodes,
         ],
     )
+    check_shapes(schema._schema, MATCH)
     documents.meter = DocumentMeter(
         schema._schema,
         Limits(
@@ -295,6 +297,26 @@ def build_schema(settings: Settings) -> strawberry.Schema:
         ),
     )
     return schema
+
+
+def check_shapes(schema: GraphQLSchema, shape: Shape) -> None:
+    """The schema's types answer exactly the fields the contract (``contract``) describes, or
+    the schema is not built: the SDK and the tests ask for the contract's fields."""
+    problems = []
+    for expected in shape.shapes():
+        graphql_type = schema.get_type(expected.name)
+        fields = getattr(graphql_type, "fields", None)
+        if fields is None:
+            problems.append(f"no type {expected.name}")
+            continue
+        actual = {name: str(f.type) for name, f in fields.items()}
+        wanted = {f.name: f.type for f in expected.fields}
+        if expected.partial:
+            actual = {name: t for name, t in actual.items() if name in wanted}
+        if actual != wanted:
+            problems.append(f"{expected.name}: the schema has {actual}, the contract {wanted}")
+    if problems:
+        raise TypeError("the GraphQL types and contract/ disagree: " + "; ".join(problems))
 
 
 def schema_sdl() -> str:

@@ -271,6 +271,12 @@ class LiveMatchType(Match):
         ]
 
 
+# Every field of Match is read on demand: a field without its reader here would fail each request.
+_unread = [f for f in Match.__strawberry_definition__.fields if not isinstance(LiveMatchType.__dict__.get(f.python_name), property)]  # type: ignore[attr-defined]
+if _unread:
+    raise TypeError(f"LiveMatchType reads no {', '.join(f.python_name for f in _unread)}")
+
+
 def match_type(live: LiveMatch, viewer_seat: int | None) -> Match:
     """The ``Match`` for a caller sitting in ``viewer_seat`` (None: not seated)."""
     return LiveMatchType(live, viewer_seat)
