@@ -19,6 +19,7 @@ ENV PATH=/opt/venv/bin:$PATH
 
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY requirements ./requirements
 COPY wizard ./wizard
 COPY ranking ./ranking
 COPY contract ./contract
@@ -27,7 +28,7 @@ COPY service ./service
 COPY worker ./worker
 COPY bench ./bench
 COPY wizard_arena ./wizard_arena
-RUN pip install .
+RUN pip install -c requirements/lowest.txt '.[server]'
 
 # ---- runtime -------------------------------------------------------------------------------
 FROM python:3.11-slim

@@ -10,10 +10,12 @@ CHROMIUM ?= /usr/bin/chromium
 
 .PHONY: setup test run bench clean browser
 
-$(BIN)/wizard-arena: pyproject.toml
+# Every direct dependency at its lower bound (requirements/lowest.txt): what pyproject.toml
+# claims is what the tests run with.
+$(BIN)/wizard-arena: pyproject.toml requirements/lowest.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c requirements/lowest.txt -e '.[server,dev]'
 	touch $@
 
 setup: $(BIN)/wizard-arena

@@ -49,9 +49,11 @@ def test_every_stage_starts_from_python_311_slim():
         assert re.fullmatch(r"python:3\.11(\.\d+)?-slim(-\w+)?", base), f"base image {base}: use python:3.11-slim"
 
 
-def test_the_package_is_installed_with_pip():
+def test_the_package_is_installed_with_pip_with_the_service_at_the_tested_bounds():
     runs = [args for word, args in _instructions() if word == "RUN"]
-    assert any(re.search(r"\bpip install (\S+ )*\.(\s|$)", run) for run in runs), "pip install . (the project itself)"
+    installs = [run for run in runs if re.search(r"\bpip install\b", run)]
+    assert any(re.search(r"""(\s|^)['"]?\.\[server\]['"]?(\s|$)""", run) for run in installs), "pip install '.[server]'"
+    assert any("-c requirements/lowest.txt" in run for run in installs), "at the bounds the tests run with"
 
 
 def test_the_final_stage_runs_as_a_non_root_user():

