@@ -192,6 +192,8 @@ async def _deadlines(
 ) -> dict[str, Any]:
     import redis.asyncio
 
+    from service.store.keys import events_key
+
     conn = HttpConnection(arena.host, arena.port)
     store = redis.asyncio.Redis.from_url(arena.redis_url)
     try:
@@ -221,7 +223,7 @@ async def _deadlines(
             await asyncio.sleep(0.25)
             arena.check_alive()
             for match_id in match_ids:
-                rows = await store.xrange(f"{{m:{match_id}}}:events", min=positions[match_id])
+                rows = await store.xrange(events_key(match_id), min=positions[match_id])
                 if positions[match_id] != b"-":
                     rows = rows[1:]  # the entry already counted
                 for entry_id, fields in rows:
@@ -236,7 +238,7 @@ async def _deadlines(
         late: list[int] = []
         moves = {"timeout": 0, "house": 0, "bot": 0}
         for match_id in match_ids:
-            entries = await store.xrange(f"{{m:{match_id}}}:events")
+            entries = await store.xrange(events_key(match_id))
             late += lateness_of(entries)
             for _, fields in entries:
                 by = json.loads(fields[b"e"]).get("by")

@@ -1,2 +1,3 @@
-"""Background work on Redis: the deadline sweeper (the clock of every match) and the RQ
-worker that runs scheduled jobs."""
+"""``wizard-arena worker``: the clock (``clock``: the deadline sweep of ``deadlines``,
+tournaments advanced, ended matches and refits turned into jobs) and the RQ worker that runs
+the jobs (``jobs``), on the domain (``service.domain``)."""

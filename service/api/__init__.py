@@ -1,0 +1,3 @@
+"""The service's face: the ASGI app (``app``) with GraphQL (``graphql``), the REST mirror
+(``rest``), GraphiQL's page (``graphiql``, ``static``) and the HTTP server's limits on slow
+clients (``http_limits``). Each request becomes one call of the domain."""

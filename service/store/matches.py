@@ -126,6 +126,11 @@ def _due(match: LiveMatch) -> str:
     return "" if match.due_ms is None else str(match.due_ms)
 
 
+class CorruptMatch(RuntimeError):
+    """What Redis holds of a match cannot be read: the server's fault (a bug, or a format this
+    version does not know), never the client's, so it is answered as an internal error."""
+
+
 class WaitingFull(Exception):
     """The creator has as many WAITING matches as allowed; the earliest is aborted at ``until_ms``."""
 
@@ -245,7 +250,10 @@ class MatchStore:
         version, settings, state, live, eid, sealed = values
         if version is None:
             return None
-        match = LiveMatch.from_stored(match_id, int(version), settings, state, live)
+        try:
+            match = LiveMatch.from_stored(match_id, int(version), settings, state, live)
+        except (ValueError, KeyError, TypeError) as error:  # the engine's RecordError is a ValueError
+            raise CorruptMatch(f"match {match_id} is stored in a form this server cannot read: {error}") from error
         match.sealed = sealed is not None
         match.event_id = eid
         return Stored(match, eid)

@@ -673,3 +673,21 @@ def test_rest_moves_out_of_turn_or_from_outside(api, table, unchanged):
     response = api.http.get("/api/no-such-route")
     assert response.status_code == 404
     no_traceback(response.text)
+
+
+def test_a_match_stored_in_a_form_the_server_cannot_read_is_its_fault_not_the_clients(api, redis_client):
+    """A corrupt stored state is no bad input: the answer is INTERNAL_ERROR (logged), with no
+    detail, and other matches go on."""
+    token, bot_id = api.register()
+    match_id = api.create_match(token, players=3)
+    redis_client.hset(f"{{m:{match_id}}}:match", "state", b"\x00not an engine state")
+    body = gql(api, 'query($m: ID!) { match(id: $m) { id } }', {"m": match_id}, token).json()
+    assert body["errors"][0]["extensions"]["code"] == "INTERNAL_ERROR", body
+    assert "engine" not in body["errors"][0]["message"]
+    response = api.http.get(f"/api/matches/{match_id}")
+    assert response.status_code == 500 and response.json()["error"]["code"] == "INTERNAL_ERROR"
+    other = api.create_match(token, players=3)
+    assert api.match(other)["id"] == other
+    # gone again, with its place among the sweeper's and its creator's matches
+    redis_client.delete(f"{{m:{match_id}}}:match", f"{{m:{match_id}}}:events", f"{{b:{bot_id}}}:waiting")
+    redis_client.zrem("deadlines", match_id)
