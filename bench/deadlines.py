@@ -104,7 +104,7 @@ class Arena:
         self._wait_workers()
 
     def _spawn(self, args: list[str], env: dict[str, str], log_name: str) -> subprocess.Popen[bytes]:
-        log = open(self.folder / log_name, "wb")  # noqa: SIM115 - closed in _stop
+        log = open(self.folder / log_name, "wb")
         self._logs.append(log)
         return subprocess.Popen(
             [sys.executable, "-m", "wizard_arena", *args], env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,

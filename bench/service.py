@@ -21,6 +21,7 @@ out near 400 requests/s on this machine, which would have measured the client, n
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import platform
@@ -201,7 +202,6 @@ async def interleaved(
     neighbouring slices gives one ratio of server CPU per request, and their median is
     ``move_cpu_vs_floor``."""
     stop = time.perf_counter() + seconds
-    phase = {"kind": "floor", "started": asyncio.Event()}
     counts = {"floor": 0, "move": 0}
     turn = {"floor": asyncio.Event(), "move": asyncio.Event()}
 
@@ -255,7 +255,7 @@ async def interleaved(
     tasks += [asyncio.create_task(move_client(i)) for i in range(clients)]
     slices = await conductor()
     await asyncio.gather(*tasks)
-    pairs = [(a, b) for a, b in zip(slices, slices[1:]) if a["kind"] == "floor" and b["kind"] == "move"]
+    pairs = [(a, b) for a, b in itertools.pairwise(slices) if a["kind"] == "floor" and b["kind"] == "move"]
     ratios = [move["cpu_us"] / floor_slice["cpu_us"] for floor_slice, move in pairs]
     rate_ratios = [floor_slice["per_second"] / move["per_second"] for floor_slice, move in pairs]
     floor_cpu = [x["cpu_us"] for x in slices if x["kind"] == "floor"]
@@ -318,6 +318,8 @@ async def house_bots(host: str, port: int, redis_url: str, seed: int, matches: i
     Redis's millisecond clock: a house move's id minus the id of the change before it."""
     import redis.asyncio
 
+    from service.store.keys import events_key
+
     conn = HttpConnection(host, port)
     token = await _register(conn, f"bench-house-{os.getpid()}-{seed}")
     rng = random.Random(seed)
@@ -334,8 +336,8 @@ async def house_bots(host: str, port: int, redis_url: str, seed: int, matches: i
                 break
             move = {k: v for k, v in rng.choice(turn["legalMoves"]).items() if v is not None}
             await _gql(conn, MOVE_QUERY, {"m": match_id, "mv": move, "v": turn["version"]}, token)
-        entries = await store.xrange(f"{{m:{match_id}}}:events")
-        for (previous_id, _), (entry_id, fields) in zip(entries, entries[1:]):
+        entries = await store.xrange(events_key(match_id))
+        for (previous_id, _), (entry_id, fields) in itertools.pairwise(entries):
             if json.loads(fields[b"e"]).get("by") == "house":
                 delays.append(int(entry_id.split(b"-")[0]) - int(previous_id.split(b"-")[0]))
     await store.aclose()

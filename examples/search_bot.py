@@ -47,7 +47,7 @@ class SearchBot(Bot):
         totals = [0] * len(candidates)
         while True:  # one world at least, then as many as fit
             world = sample_state(view, self.rng)
-            totals = [t + points for t, points in zip(totals, try_all(world, view, candidates))]
+            totals = [t + points for t, points in zip(totals, try_all(world, view, candidates), strict=True)]
             if time.perf_counter() >= deadline:
                 return candidates[totals.index(max(totals))]
 

@@ -26,9 +26,9 @@ from typing import Any
 
 from rich.markup import escape
 
-from sdk.bot import Bot, BotSpecError, load_bot
 from ranking.pairing import seat_tables
 from ranking.ratings import INITIAL_RATING, Fit, fit_scores
+from sdk.bot import Bot, BotSpecError, load_bot
 from wizard import MatchConfig, MatchState, Variant, WizardError, fallback_move, new_match
 
 #: bootstrap resamples of the matches behind each rating's interval
@@ -311,7 +311,12 @@ def _plus_minus(half_width: float | None, fmt: str) -> str:
 def tournament_run_command(args: argparse.Namespace) -> None:
     from rich.console import Console
     from rich.progress import (
-        BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn,
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
     )
 
     specs = [spec.strip() for spec in args.bots.split(",")]

@@ -110,7 +110,7 @@ def table(header: Sequence[str], rows: Iterable[Sequence[object]], indent: str =
     cells = [list(header), *([str(c) for c in row] for row in rows)]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
     return [
-        (indent + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))).rstrip()
+        (indent + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True)))).rstrip()
         for row in cells
     ]
 

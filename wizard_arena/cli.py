@@ -125,9 +125,9 @@ def _up(args: argparse.Namespace) -> None:
 
     import uvicorn
 
-    from service.store.embedded_redis import AofDamaged, DataDirBusy, DataDirLock, EmbeddedRedis, die_with_parent
     from service.api.http_limits import raise_open_files_limit, slow_client_protocol
     from service.settings import Settings
+    from service.store.embedded_redis import AofDamaged, DataDirBusy, DataDirLock, EmbeddedRedis, die_with_parent
 
     _configure_logging(args.log_level)
     # uvicorn re-raises SIGTERM once it has shut down; as an exception it lets the worker and

@@ -28,13 +28,13 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import Bas
 from strawberry.types.graphql import OperationType
 
 from service.api import rest
-from service.errors import BodyTooLarge, ServiceError
 from service.api.graphiql import PREFIX as GRAPHIQL_FILES
 from service.api.graphiql import GraphiQL
 from service.api.graphql.context import RequestContext
 from service.api.graphql.schema import build_schema
-from service.metrics import Metrics
 from service.domain.services import Services
+from service.errors import BodyTooLarge, ServiceError
+from service.metrics import Metrics
 from service.settings import Settings
 
 log = logging.getLogger("wizard_arena.app")

@@ -101,7 +101,7 @@ class SlowClientProtocol(HttpToolsProtocol):
             b"connection: close\r\n\r\n",
         ]
         self.transport.write(b"".join(head) + body)
-        log.debug("%s: %s", "%s:%d" % self.client if self.client else "a client", error.message)
+        log.debug("%s: %s", f"{self.client[0]}:{self.client[1]}" if self.client else "a client", error.message)
 
     # ------------------------------------------------------------- uvicorn's protocol
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from collections.abc import Callable
 from datetime import datetime
 from enum import Enum
@@ -14,14 +15,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from service.domain.bots import bearer_token
-from service.errors import BadInput, ServiceError, service_error
 from service.api.graphql.types import match_type
-from service.model.live_match import LiveMatch
+from service.domain.bots import bearer_token
 from service.domain.matches import Caller
 from service.domain.services import Services
-
-import logging
+from service.errors import BadInput, ServiceError, service_error
+from service.model.live_match import LiveMatch
 
 log = logging.getLogger("wizard_arena.rest")
 
@@ -67,7 +66,7 @@ def routes(services_of: Callable[[Request], Services]) -> list[Route]:
                 token = bearer_token(request.headers.get("authorization"))
                 caller = await services.bots.authenticate(token)
                 return await handler(request, services, caller)
-            except Exception as error:  # noqa: BLE001 - every error gets its coded answer
+            except Exception as error:
                 mapped = service_error(error)
                 if mapped is None:
                     log.exception("REST %s %s", request.method, request.url.path)

@@ -22,8 +22,8 @@ import secrets
 import time
 
 from service.domain import bot_names
-from service.errors import BadInput, Forbidden, RateLimited, Unauthenticated
 from service.domain.matches import Caller
+from service.errors import BadInput, Forbidden, RateLimited, Unauthenticated
 from service.settings import Settings
 from service.store.bots import BotStore, Registration
 
@@ -47,7 +47,7 @@ def bearer_token(authorization: str | None) -> str | None:
 class Lease:
     """Requests leased from a token's bucket, left to spend in this process until ``until``."""
 
-    __slots__ = ("caller", "token_hash", "left", "until", "served")
+    __slots__ = ("caller", "left", "served", "token_hash", "until")
 
     def __init__(self, caller: Caller, token_hash: str, left: int, until: float) -> None:
         self.caller = caller

@@ -8,28 +8,28 @@ new state.
 from __future__ import annotations
 
 import asyncio
-from contextlib import aclosing
 import json
 import logging
 import secrets
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass
 from random import Random
 from typing import Any
 
 import orjson
-from wizard import HOUSE_BOTS, MatchConfig, Move, WizardError, fallback_move, new_match
 
 from service.errors import BadInput, Forbidden, LimitExceeded, MatchNotActive, NotFound, ServiceError, StaleVersion
 from service.model.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder
 from service.settings import Settings
-from service.store.feed import RESYNC, EventFeed, Watch
 from service.store.bots import BotStore
 from service.store.clock import now_ms
+from service.store.feed import RESYNC, EventFeed, Watch
 from service.store.keys import bot_channel, match_channel
 from service.store.matches import MatchEvent, MatchStore, Seated, Stored, WaitingFull
+from wizard import HOUSE_BOTS, MatchConfig, Move, WizardError, fallback_move, new_match
 
 log = logging.getLogger("wizard_arena.matches")
 

@@ -6,6 +6,7 @@ ratings and history)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from enum import Enum
 from typing import Any
 
 from ranking.ratings import INITIAL_RATING, elo_update, fit_scores
@@ -14,6 +15,15 @@ from service.store.ratings import RatingStore
 
 #: how often a rating change is computed again when another match's change got in first
 APPLY_ATTEMPTS = 20
+
+
+class RatingMethod(str, Enum):
+    """Which rating a leaderboard shows."""
+
+    #: moved by every rated match as it ends
+    ELO = "ELO"
+    #: a fit of the whole history of final scores (refitted after each tournament and on demand)
+    FITTED = "FITTED"
 
 
 def rated_as(holder: SeatHolder) -> str:
@@ -25,8 +35,8 @@ class RatingService:
     def __init__(self, ratings: RatingStore) -> None:
         self.ratings = ratings
 
-    async def leaderboard(self, ruleset: str, method: str, first: int, offset: int) -> list[dict[str, Any]]:
-        return await self.ratings.leaderboard(ruleset, method, first, offset)
+    async def leaderboard(self, ruleset: str, method: RatingMethod, first: int, offset: int) -> list[dict[str, Any]]:
+        return await self.ratings.leaderboard(ruleset, method.value, first, offset)
 
     async def current(self, bot_ids: Sequence[str]) -> list[list[dict[str, Any]]]:
         """Each bot's rating per ruleset, for many bots in one round trip."""

@@ -25,7 +25,18 @@ from typing import Any
 
 import orjson
 
-from wizard import MatchConfig, MatchState, MatchView, Phase, Ruleset, Variant, new_match
+from wizard import HOUSE_BOTS, MatchConfig, MatchState, MatchView, Phase, Ruleset, Variant, new_match
+
+
+class HouseBotKind(str, Enum):
+    """The built-in bots the server plays itself: the engine's house bots, by name."""
+
+    RANDOM = "RANDOM"
+    HEURISTIC = "HEURISTIC"
+
+
+if {k.value for k in HouseBotKind} != set(HOUSE_BOTS):  # one list of kinds: the engine's
+    raise RuntimeError(f"HouseBotKind {[k.value for k in HouseBotKind]} is not the engine's HOUSE_BOTS {list(HOUSE_BOTS)}")
 
 
 class MatchStatus(str, Enum):
@@ -277,4 +288,4 @@ class LiveMatch:
         )
 
 
-__all__ = ["LiveMatch", "MatchSettings", "MatchStatus", "Phase", "SeatHolder"]
+__all__ = ["HouseBotKind", "LiveMatch", "MatchSettings", "MatchStatus", "Phase", "SeatHolder"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable, Iterable
 from enum import Enum
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from redis.asyncio import Redis
 

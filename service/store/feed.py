@@ -36,7 +36,7 @@ import math
 import random
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Coroutine, Iterable
 from typing import Any
 
 from hiredis import pack_command
@@ -45,9 +45,7 @@ from redis.asyncio.connection import AbstractConnection
 from redis.maint_notifications import MaintNotificationsConfig
 
 from service.errors import LimitExceeded
-from service.store.keys import bot_channel, match_channel
 from service.store.matches import MatchEvent, Seated, decode_published
-
 
 log = logging.getLogger("wizard_arena.feed")
 
@@ -60,7 +58,7 @@ class FeedUnavailable(ConnectionError):
 
 
 class _Channel:
-    __slots__ = ("name", "watches", "subscribed", "confirmed", "idle_since", "leaving")
+    __slots__ = ("confirmed", "idle_since", "leaving", "name", "subscribed", "watches")
 
     def __init__(self, name: bytes) -> None:
         self.name = name
@@ -77,7 +75,7 @@ class _Channel:
 class Watch:
     """One waiter's view of the feed: the channels it follows and what arrived on them."""
 
-    __slots__ = ("_feed", "owner", "_channels", "_inbox", "_wake", "_closed")
+    __slots__ = ("_channels", "_closed", "_feed", "_inbox", "_wake", "owner")
 
     def __init__(self, feed: EventFeed, owner: str) -> None:
         self._feed = feed
@@ -172,6 +170,8 @@ class EventFeed:
         self._connected: asyncio.Event | None = None
         self._pinged_at: float | None = None
         self._closed = False
+        #: the background writes and closes under way
+        self._tasks: set[asyncio.Future[None]] = set()
         #: messages handed out, for the metrics and the tests
         self.delivered = 0
 
@@ -253,7 +253,7 @@ class EventFeed:
     def _schedule_flush(self) -> None:
         if not self._flush_scheduled and self._connection is not None:
             self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(self._flush()))
+            asyncio.get_running_loop().call_soon(lambda: self._spawn(self._flush()))
 
     async def _flush(self) -> None:
         """Send the (un)subscriptions gathered since the last flush, one command each kind."""
@@ -274,6 +274,12 @@ class EventFeed:
             except Exception as error:  # noqa: BLE001 - the reader notices and reconnects
                 log.debug("feed write failed: %r", error)
                 await connection.disconnect(nowait=True)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` in the background, holding on to it until it is done."""
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _ensure_running(self) -> None:
         if self._runner is None or self._runner.done():
@@ -352,11 +358,11 @@ class EventFeed:
         now = time.monotonic()
         if self._pinged_at is not None and now - self._pinged_at > self.timeout:
             log.warning("the event feed's Redis connection did not answer a PING in %s s", self.timeout)
-            asyncio.ensure_future(connection.disconnect(nowait=True))
+            self._spawn(connection.disconnect(nowait=True))
             return
         if self._pinged_at is None:
             self._pinged_at = now
-            asyncio.ensure_future(self._send(connection, pack_command(("PING",))))
+            self._spawn(self._send(connection, pack_command(("PING",))))
         self._unsubscribe_idle(now)
         asyncio.get_running_loop().call_later(min(self.ping_interval, self.timeout), self._ping, connection)
 
@@ -378,7 +384,7 @@ class EventFeed:
         """The connection is gone: every subscription with it, and every watch may have
         missed messages."""
         if connection is not None:
-            asyncio.ensure_future(connection.disconnect(nowait=True))
+            self._spawn(connection.disconnect(nowait=True))
         if self._connection is connection:
             self._connection = None
         told: set[Watch] = set()

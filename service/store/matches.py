@@ -142,7 +142,7 @@ class WaitingFull(Exception):
 class MatchEvent:
     """One event of a match: as read from its stream, or as published with its commit."""
 
-    __slots__ = ("match_id", "version", "event_id", "event")
+    __slots__ = ("event", "event_id", "match_id", "version")
 
     def __init__(self, match_id: str, version: int, event_id: bytes, event: dict[str, Any]) -> None:
         self.match_id = match_id
@@ -182,7 +182,7 @@ def decode_published(channel: bytes, data: bytes) -> MatchEvent | Seated | None:
 class Stored:
     """A match as read: the live match and the id of its latest event."""
 
-    __slots__ = ("match", "event_id")
+    __slots__ = ("event_id", "match")
 
     def __init__(self, match: LiveMatch, event_id: bytes) -> None:
         self.match = match

@@ -53,7 +53,7 @@ class _Line:
     """One connection, the commands not yet written, and the calls waiting for their
     answers, oldest first."""
 
-    __slots__ = ("connection", "outbox", "waiting", "queued", "answered", "broken", "has_output", "tasks", "watchdog")
+    __slots__ = ("answered", "broken", "connection", "has_output", "outbox", "queued", "tasks", "waiting", "watchdog")
 
     def __init__(self, connection: AbstractConnection) -> None:
         self.connection = connection
@@ -169,7 +169,7 @@ class ScriptLine:
                     raise RedisConnectionError("the line's connection was closed")
                 batch, line.outbox = line.outbox, []
                 await connection.send_packed_command(batch, check_health=False)
-        except (Exception, asyncio.CancelledError) as error:
+        except (Exception, asyncio.CancelledError) as error:  # noqa: BLE001 - any end of the writer ends the line
             self._break(line, error)
 
     async def _read(self, line: _Line) -> None:
@@ -193,7 +193,7 @@ class ScriptLine:
                     waiter.set_exception(answer)
                 else:
                     waiter.set_result(answer)
-        except (Exception, asyncio.CancelledError) as error:
+        except (Exception, asyncio.CancelledError) as error:  # noqa: BLE001 - any end of the reader ends the line
             self._break(line, error)
 
     def _watch(self, line: _Line, answered_before: int, queued_before: int) -> None:

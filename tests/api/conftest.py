@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 import redis
-from tests.api.arena_client import Api, Process, free_port
 
 from service.store.embedded_redis import EmbeddedRedis
+from tests.api.arena_client import Api, Process, free_port
 
 # Every test client connects from 127.0.0.1 and registers hundreds of bots: the per-address
 # allowance is lifted for the processes the tests start (tests/api/test_hardening.py checks

@@ -125,7 +125,8 @@ def test_of_look_alikes_registered_at_once_exactly_one_wins(api, redis_client):
         start = threading.Barrier(len(variants))
         answers: list[dict[str, Any] | None] = [None] * len(variants)
 
-        def racer(i: int) -> None:
+        def racer(i: int, start: threading.Barrier = start, answers: list[Any] = answers,
+                  variants: list[str] = variants) -> None:
             with httpx.Client(base_url=api.base, timeout=30) as client:
                 start.wait()
                 answers[i] = client.post("/graphql", json={"query": REGISTER, "variables": {"n": variants[i]}}).json()

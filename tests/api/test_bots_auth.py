@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 import pytest
+
 from tests.api.arena_client import MATCH_FIELDS
 
 REGISTER = "mutation($n: String!, $s: String) { registerBot(name: $n, secret: $s) { token bot { id name } } }"

@@ -10,10 +10,10 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from tests.api.arena_client import first_legal
-from tests.api.ws_client import Completed, GraphQLWS
 
 from service.store.keys import events_key
+from tests.api.arena_client import first_legal
+from tests.api.ws_client import Completed, GraphQLWS
 from wizard.moves import move_of_action
 
 VIEW = """

@@ -6,7 +6,6 @@ Also the page's files as served (digests, gzip, caching) and the vendored copies
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import os
@@ -17,9 +16,9 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import pytest
-from tests.api.arena_client import Api
 
 from service.api.graphiql import CONTENT_SECURITY_POLICY, FOLDER
+from tests.api.arena_client import Api
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 #: flags for a headless Chromium in a container, with nothing of its own going out

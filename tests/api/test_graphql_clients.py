@@ -14,10 +14,11 @@ from typing import Any
 from gql import Client, GraphQLRequest
 from gql.transport.exceptions import TransportQueryError
 from gql.transport.websockets import WebsocketsTransport
+from websockets.sync.client import connect
+
 from tests.api.arena_client import Api
 from tests.api.ws_client import PROTOCOL
 from tests.clients import node
-from websockets.sync.client import connect
 
 UPDATES = """subscription ($m: ID!) { matchUpdates(matchId: $m) {
   id version status phase mySeat awaiting winners seats { seat score timeouts } } }"""

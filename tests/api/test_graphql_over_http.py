@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from tests.api.arena_client import Api
 
 GRAPHQL_RESPONSE = "application/graphql-response+json"
@@ -78,7 +79,7 @@ def test_requests_that_never_ran_are_400_without_data_for_graphql_response_json(
 
 @pytest.mark.parametrize("case", [c for c in NEVER_RAN if c != "operation name"])
 def test_application_json_answers_them_as_before(api: Api, case: str) -> None:
-    body, code, fragment = NEVER_RAN[case]
+    body, code, _ = NEVER_RAN[case]
     for accept in (None, "*/*", JSON):
         response = post(api, body, accept)
         assert response.status_code == 200, response.text

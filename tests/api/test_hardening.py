@@ -25,6 +25,7 @@ import httpx
 import pytest
 import redis
 from prometheus_client.parser import text_string_to_metric_families
+
 from tests.api.arena_client import Api, Process, free_port, wait_until
 from tests.api.conftest import embedded_redis_url
 from tests.api.ws_client import GraphQLWS

@@ -15,9 +15,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+
 from tests.api.arena_client import MATCH_FIELDS, Frozen, first_legal
 from tests.conftest import stacked
-
 from wizard import MatchConfig, new_match
 
 CREATE = "mutation($i: CreateMatchInput!) { createMatch(input: $i) { " + MATCH_FIELDS + " } }"

@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 from rq import Queue
-from tests.api.arena_client import REPO
-from tests.api.test_tournaments import Player, check_standings, create, get, wait_status, wait_until
 
 from ranking.ratings import INITIAL_RATING, elo_update
-from worker import jobs
 from service.store.keys import history_key
+from tests.api.arena_client import REPO
+from tests.api.test_tournaments import Player, check_standings, create, get, wait_status, wait_until
+from worker import jobs
 
 RULESET = "WIZARD_JUNIOR"
 HISTORY = "query($b: ID!, $r: Ruleset!) { bot(id: $b) { ratings { ruleset rating games } ratingHistory(ruleset: $r) { rating matchId at } } }"
@@ -67,7 +67,7 @@ def start_matches(api: Any, tokens: list[str], count: int, rated: bool = True, *
 
 def wait_finished(api: Any, match_ids: list[str]) -> list[dict[str, Any]]:
     return wait_until(
-        lambda: all((m := api.match(i))["status"] == "FINISHED" for i in match_ids) and [api.match(i) for i in match_ids],
+        lambda: all(api.match(i)["status"] == "FINISHED" for i in match_ids) and [api.match(i) for i in match_ids],
         f"matches {match_ids} to finish",
     )
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from tests.api.arena_client import REPO, Api, free_port
 from tests.readme_blocks import Block, readme_blocks
 

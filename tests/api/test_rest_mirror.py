@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import httpx
-from tests.api.arena_client import MATCH_FIELDS, Frozen, first_legal, wait_for_subscription
-from tests.conftest import stacked
 
 from service.store.keys import bot_channel
+from tests.api.arena_client import MATCH_FIELDS, Frozen, first_legal, wait_for_subscription
+from tests.conftest import stacked
 from wizard import MatchRecord
 
 CREATE = "mutation($i: CreateMatchInput!) { createMatch(input: $i) { id version } }"

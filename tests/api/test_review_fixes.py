@@ -29,21 +29,29 @@ import pytest
 import redis
 from redis.asyncio import Redis as AsyncRedis
 from redis.exceptions import ConnectionError as RedisConnectionError
+
+from service.domain.matches import Caller
+from service.domain.services import Services
+from service.domain.tournaments import NewTournament
+from service.model.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder
+from service.model.tournament import Table
+from service.settings import Settings
+from service.store.clock import now_ms
+from service.store.keys import (
+    DEADLINES,
+    UNSETTLED,
+    bot_channel,
+    bot_matches_key,
+    events_key,
+    match_key,
+    tournament_key,
+    tournament_lock_key,
+)
+from service.store.matches import MatchStore
+from service.store.script_line import ScriptLine
 from tests.api.arena_client import first_legal, wait_until
 from tests.api.ws_client import GraphQLWS
 from tests.conftest import stacked
-
-from service.model.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder
-from service.domain.matches import Caller
-from service.store.script_line import ScriptLine
-from service.domain.services import Services
-from service.settings import Settings
-from service.store.clock import now_ms
-from service.store.keys import DEADLINES, UNSETTLED, bot_channel, bot_matches_key, events_key, match_key
-from service.store.matches import MatchStore
-from service.domain.tournaments import NewTournament
-from service.model.tournament import Table
-from service.store.keys import tournament_key, tournament_lock_key
 from wizard import MatchConfig, Move, Phase, new_match
 
 T = TypeVar("T")

@@ -15,9 +15,9 @@ from redis.asyncio import Redis as AsyncRedis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-from tests.api.conftest import embedded_redis_url
 
 from service.store.script_line import ScriptLine
+from tests.api.conftest import embedded_redis_url
 
 T = TypeVar("T")
 

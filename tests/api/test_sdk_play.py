@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from tests.api.arena_client import REPO, Api, Process, free_port, wait_until
 from tests.api.tcp_proxy import TcpProxy
 from tests.api.ws_client import Completed, GraphQLWS

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from service.model.live_match import MatchSettings
 from sdk.replay import ReplayError, verify_record
+from service.model.live_match import MatchSettings
 from tests.api.arena_client import REPO
 from wizard import MatchConfig, new_match
 

@@ -18,11 +18,11 @@ from typing import Any
 
 import httpx
 import pytest
+
+from service.settings import Settings
 from tests.api.arena_client import AWAIT_TURN, REPO, Api, free_port
 from tests.api.up_process import Up, up_env
 from tests.api.ws_client import GraphQLWS
-
-from service.settings import Settings
 
 LIMIT = 2.0  # seconds, headers and body alike, for the API these tests start
 PATIENCE = 30.0  # how long a test waits for the server to act on a limit before calling it broken
@@ -115,7 +115,7 @@ def test_a_thousand_slow_header_trickles_are_cut_off_while_healthz_answers(stric
 
 
 def test_slow_headers_on_the_rest_mirror_get_its_error_shape(strict: Api) -> None:
-    held, raw = asyncio.run(slow_request(strict.port, b"GET /api/turns HTTP/1.1\r\nHost: arena\r\n", b"X-Slow: a"))
+    _, raw = asyncio.run(slow_request(strict.port, b"GET /api/turns HTTP/1.1\r\nHost: arena\r\n", b"X-Slow: a"))
     status, _, body = parse_response(raw)
     assert status == 408 and body["error"]["code"] == "LIMIT_EXCEEDED", raw
     assert "its headers took longer than 2 s" in body["error"]["message"]

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 import pytest
+
 from tests.api.arena_client import first_legal
 from tests.api.ws_client import Closed, Completed, GraphQLWS, OperationError, play_along
 
@@ -195,7 +196,7 @@ def test_a_token_that_is_not_a_string_closes_the_connection_with_4403(api):
 
 
 def test_the_token_in_connection_init_authenticates_my_turns(api):
-    token, bot_id = api.register()
+    token, _ = api.register()
     match_id = house_match(api, token)
     with GraphQLWS(api.ws_url) as ws:
         ack = ws.init(token)

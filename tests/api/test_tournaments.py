@@ -363,7 +363,7 @@ def test_a_duplicate_set_cut_short_by_a_cancel_is_unsealed_once_its_last_match_e
     assert [m["id"] for m in view["matches"]] == [first["id"], second["id"]]  # no third turn, no round 2
     assert all(m["seed"] is not None for m in view["matches"])
     for match_id in (first["id"], second["id"]):
-        wait_until(lambda: redis_client.sismember("ratings:applied", match_id), f"the rating of {match_id}")
+        wait_until(lambda m=match_id: redis_client.sismember("ratings:applied", m), f"the rating of {match_id}")
     history = api.data(HISTORY, {"b": bot_id, "r": "WIZARD_JUNIOR"})["bot"]["ratingHistory"]
     assert [h["matchId"] for h in history] == [first["id"], second["id"]]
 
@@ -454,7 +454,7 @@ def test_a_duplicate_set_rotates_the_seats_over_the_same_deals_and_stays_sealed_
     t = create(api, creator, format="ROUND_ROBIN", rounds=1, playersPerMatch=3, duplicate=True,
                bots=[bot_id], houseBots=["HEURISTIC", "RANDOM"])
     tid = t["id"]
-    assert t["duplicate"] is True and [e["id"] for e in t["entrants"]][0] == bot_id
+    assert t["duplicate"] is True and t["entrants"][0]["id"] == bot_id
 
     def turn(n: int) -> Callable[[], dict[str, Any] | None]:
         return lambda: (ms := get(api, tid)["matches"]) and len(ms) > n and ms[n]
@@ -476,7 +476,7 @@ def test_a_duplicate_set_rotates_the_seats_over_the_same_deals_and_stays_sealed_
     assert rest.status_code == 200 and rest.json()["seed"] is None and rest.json()["roundResults"] == []
     record = api.http.get(f"/api/matches/{first['id']}/record")
     assert record.status_code == 409 and record.json()["error"]["code"] == "MATCH_NOT_ACTIVE"
-    listed = [m for m in get(api, tid)["matches"] if m["id"] == first["id"]][0]
+    listed = next(m for m in get(api, tid)["matches"] if m["id"] == first["id"])
     assert listed["seed"] is None and all(s["score"] == 0 for s in listed["seats"])
     assert not redis_client.sismember("ratings:applied", first["id"])  # nor its rating change
     history = api.data(HISTORY, {"b": bot_id, "r": "WIZARD_JUNIOR"})["bot"]["ratingHistory"]

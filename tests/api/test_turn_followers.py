@@ -8,6 +8,7 @@ import threading
 from typing import Any
 
 import pytest
+
 from tests.api.arena_client import MATCH_FIELDS, first_legal
 
 AWAIT = "query($m: ID, $t: Int) { awaitTurn(matchId: $m, timeoutMs: $t) { " + MATCH_FIELDS + " } }"

@@ -10,10 +10,10 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.api.arena_client import first_legal, wait_for_subscription
-from tests.api.ws_client import GraphQLWS, play_along
 
 from service.store.keys import bot_channel, match_channel
+from tests.api.arena_client import first_legal, wait_for_subscription
+from tests.api.ws_client import GraphQLWS, play_along
 
 VIEW = "id version status phase awaiting toAct mySeat hand legalMoves { bid card trump }"
 AWAIT_TURN = "query($m: ID, $t: Int) { awaitTurn(matchId: $m, timeoutMs: $t) { " + VIEW + " } }"

@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.api.arena_client import free_port
-from tests.api.up_process import Up, run_up
 
 from service.store.embedded_redis import AofDamaged, EmbeddedRedis, check_aof, prepare_aof
+from tests.api.arena_client import free_port
+from tests.api.up_process import Up, run_up
 
 MULTI = b"*1\r\n$5\r\nMULTI\r\n"
 BOT = "query($id: ID!) { bot(id: $id) { name } }"
@@ -150,6 +150,7 @@ def test_after_a_rewrite_the_rdb_preamble_is_checked_too(tmp_path: Path) -> None
     """A rewritten file starts with an RDB snapshot: a cut tail after it is still a cut (and
     Redis loads the rest), damage inside it is damage from byte 0."""
     import redis
+
     from tests.api.arena_client import wait_until
 
     folder = tmp_path / "redis"

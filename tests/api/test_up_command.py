@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import httpx
+
 from tests.api.arena_client import REPO, free_port
 
 

@@ -21,6 +21,8 @@ import httpx
 import orjson
 import pytest
 import redis
+
+from service.model.live_match import LiveMatch
 from tests.api.arena_client import AWAIT_TURN, Api, first_legal, wait_until
 from tests.api.up_process import (
     Up,
@@ -31,8 +33,6 @@ from tests.api.up_process import (
     running,
     wait_gone,
 )
-
-from service.model.live_match import LiveMatch
 from wizard import new_match
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
@@ -190,7 +190,7 @@ def test_up_says_which_leftover_processes_hold_the_folder_when_they_do_not_exit(
         assert refused.returncode == 1, refused
         message = refused.stderr
         assert "waiting up to 1 s" in message, message
-        assert f"still held, after waiting 1 s, by the processes of wizard-arena up (pid " in message, message
+        assert "still held, after waiting 1 s, by the processes of wizard-arena up (pid " in message, message
         assert f"pid {holder.pid} ({sys.executable} -c" in message, message
         assert f"kill {holder.pid}" in message, message
         assert not (data / "redis.log").exists(), "no Redis was started"

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import httpx
+
 from tests.api.arena_client import REPO, Api, free_port, wait_until
 
 

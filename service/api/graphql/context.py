@@ -5,11 +5,11 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
-from service.domain.bots import bearer_token
-from service.errors import Unauthenticated
 from service.api.graphql.loaders import Loaders
+from service.domain.bots import bearer_token
 from service.domain.matches import Caller
 from service.domain.services import Services
+from service.errors import Unauthenticated
 
 _UNSET: Any = object()
 

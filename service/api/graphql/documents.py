@@ -30,7 +30,7 @@ class Document:
     """A parsed document, its errors under ``rules``, and whether each request's variables
     must be measured again for its cost."""
 
-    __slots__ = ("ast", "rules", "errors", "recheck_cost")
+    __slots__ = ("ast", "errors", "recheck_cost", "rules")
 
     def __init__(self, ast: DocumentNode) -> None:
         self.ast = ast

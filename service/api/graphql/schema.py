@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import strawberry
-from contract import MATCH, Shape
 from graphql import DocumentNode, GraphQLError, GraphQLSchema, OperationDefinitionNode
 from strawberry.extensions import MaxTokensLimiter
 from strawberry.schema.config import StrawberryConfig
@@ -16,34 +15,26 @@ from strawberry.types import ExecutionContext, ExecutionResult, Info
 from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType
 
-from service.errors import BadInput, NotFound
-from service.api.graphql.tournament_types import (
-    LEADERBOARD,
-    CreateTournamentInput,
-    LeaderboardEntry,
-    RatingMethod,
-    Tournament,
-    tournament_type,
-)
+from contract import MATCH, Shape
 from service.api.graphql.context import RequestContext
 from service.api.graphql.documents import DocumentCache, Documents
 from service.api.graphql.errors import ErrorCodes
 from service.api.graphql.limits import DocumentMeter, Limits
-from service.api.graphql.types import (
-    Bot,
-    BotRegistration,
-    CreateMatchInput,
-    HouseBotKind,
-    Match,
-    Ruleset,
-    MoveInput,
-    match_type,
+from service.api.graphql.tournament_types import (
+    LEADERBOARD,
+    CreateTournamentInput,
+    LeaderboardEntry,
+    Tournament,
+    tournament_type,
 )
-from service.model.live_match import LiveMatch
+from service.api.graphql.types import Bot, BotRegistration, CreateMatchInput, Match, MoveInput, match_type
 from service.domain.matches import Caller, NewMatch
+from service.domain.ratings import RatingMethod
 from service.domain.tournaments import NewTournament
-from service.model.tournament import TournamentFormat as DomainFormat
+from service.errors import BadInput, NotFound
+from service.model.live_match import HouseBotKind, LiveMatch
 from service.settings import Settings
+from wizard import Ruleset
 
 Ctx = Info[RequestContext, None]
 
@@ -109,13 +100,13 @@ class Query:
         metadata=LEADERBOARD.metadata(),
     )
     async def leaderboard(
-        self, info: Ctx, ruleset: Ruleset, first: int = LEADERBOARD.default, offset: int = 0,  # type: ignore[valid-type, assignment]
-        method: RatingMethod = RatingMethod["ELO"],  # type: ignore[valid-type]
+        self, info: Ctx, ruleset: Ruleset, first: int = LEADERBOARD.default, offset: int = 0,  # type: ignore[assignment]
+        method: RatingMethod = RatingMethod.ELO,
     ) -> list[LeaderboardEntry]:
         LEADERBOARD.check(first)
         if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= 1_000_000:
             raise BadInput(f"offset must be from 0 to 1000000, not {offset!r}")
-        rows = await info.context.services.ratings.leaderboard(ruleset.value, method.value, first, offset)
+        rows = await info.context.services.ratings.leaderboard(ruleset.value, method, first, offset)
         return [
             LeaderboardEntry(
                 rank=r["rank"], bot=Bot(id=strawberry.ID(r["id"]), name=r["name"]), rating=r["rating"],
@@ -153,7 +144,7 @@ class Mutation:
         return _for(await info.context.services.matches.join(caller, str(match_id), seat), caller)
 
     @strawberry.mutation(description="Seats a built-in bot in the lowest free seat.")
-    async def add_house_bot(self, info: Ctx, match_id: strawberry.ID, kind: HouseBotKind) -> Match:  # type: ignore[valid-type]
+    async def add_house_bot(self, info: Ctx, match_id: strawberry.ID, kind: HouseBotKind) -> Match:
         caller = await info.context.caller()
         live = await info.context.services.matches.add_house_bot(caller, str(match_id), kind.value)
         return _for(live, caller)
@@ -203,7 +194,7 @@ class Mutation:
         return tournament_type(await info.context.services.tournaments.cancel(caller, str(tournament_id)))
 
     @strawberry.mutation(description="Asks the workers to refit a ruleset's FITTED ratings from its whole history.")
-    async def refit_ratings(self, info: Ctx, ruleset: Ruleset) -> bool:  # type: ignore[valid-type]
+    async def refit_ratings(self, info: Ctx, ruleset: Ruleset) -> bool:
         await info.context.caller()
         await info.context.services.ratings.request_fit(ruleset.value)
         return True

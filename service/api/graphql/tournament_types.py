@@ -3,31 +3,28 @@
 from __future__ import annotations
 
 from datetime import datetime
-from enum import Enum
 
 import strawberry
 from strawberry.types import Info
 
-from service.errors import BadInput
-
 from service.api.graphql.context import RequestContext
 from service.api.graphql.limits import ListBound
-from service.api.graphql.types import Bot, HouseBotKind, Match, Ruleset, Variant, _datetime, match_type
-from service.model.tournament import MAX_ENTRANTS
+from service.api.graphql.types import Bot, Match, _datetime, match_type
+from service.domain.ratings import RatingMethod
+from service.errors import BadInput
+from service.model.live_match import HouseBotKind
+from service.model.tournament import MAX_ENTRANTS, TournamentFormat, TournamentStatus
 from service.model.tournament import Tournament as DomainTournament
-from service.model.tournament import TournamentFormat as DomainFormat
-from service.model.tournament import TournamentStatus as DomainStatus
-from wizard import Ruleset as EngineRuleset
+from wizard import Ruleset, Variant
 
 #: ``Tournament.matches(first:)``, and ``leaderboard(first:)``
 TOURNAMENT_MATCHES = ListBound(1_000, argument="first", default=200)
 LEADERBOARD = ListBound(500, argument="first", default=50)
 
-TournamentFormat = strawberry.enum(DomainFormat, name="TournamentFormat")
-TournamentStatus = strawberry.enum(DomainStatus, name="TournamentStatus")
-RatingMethod = strawberry.enum(
-    Enum("RatingMethod", {"ELO": "ELO", "FITTED": "FITTED"}),  # type: ignore[misc]
-    name="RatingMethod",
+strawberry.enum(TournamentFormat, name="TournamentFormat")
+strawberry.enum(TournamentStatus, name="TournamentStatus")
+strawberry.enum(
+    RatingMethod, name="RatingMethod",
     description="ELO: moved by every rated match as it ends. FITTED: a fit of the whole history of "
     "final scores (refitted after each tournament and on demand).",
 )
@@ -46,10 +43,10 @@ class Standing:
 class Tournament:
     id: strawberry.ID
     name: str
-    ruleset: Ruleset  # type: ignore[valid-type]
-    variants: list[Variant]  # type: ignore[valid-type]
+    ruleset: Ruleset
+    variants: list[Variant]
     players_per_match: int
-    format: TournamentFormat  # type: ignore[valid-type]
+    format: TournamentFormat
     rounds: int | None
     duration_minutes: float | None
     starts_at: datetime
@@ -58,7 +55,7 @@ class Tournament:
     move_timeout_ms: int
     rated: bool
     duplicate: bool
-    status: TournamentStatus  # type: ignore[valid-type]
+    status: TournamentStatus
     created_by: strawberry.ID
     entrants: list[Bot] = strawberry.field(metadata=ListBound(MAX_ENTRANTS).metadata())
     standings: list[Standing] = strawberry.field(metadata=ListBound(MAX_ENTRANTS).metadata())
@@ -86,7 +83,7 @@ def tournament_type(t: DomainTournament) -> Tournament:
     return Tournament(
         id=strawberry.ID(t.id),
         name=spec.name,
-        ruleset=EngineRuleset(spec.ruleset),
+        ruleset=Ruleset(spec.ruleset),
         variants=list(spec.variants),  # type: ignore[arg-type]
         players_per_match=spec.players_per_match,
         format=spec.format,
@@ -115,16 +112,16 @@ class LeaderboardEntry:
     bot: Bot
     rating: float
     games: int
-    method: RatingMethod  # type: ignore[valid-type]
+    method: RatingMethod
 
 
 @strawberry.input
 class CreateTournamentInput:
     name: str
-    ruleset: Ruleset = EngineRuleset.WIZARD  # type: ignore[valid-type]
-    variants: list[Variant] = strawberry.field(default_factory=list)  # type: ignore[valid-type]
+    ruleset: Ruleset = Ruleset.WIZARD
+    variants: list[Variant] = strawberry.field(default_factory=list)
     players_per_match: int = 4
-    format: TournamentFormat = DomainFormat.ROUND_ROBIN  # type: ignore[valid-type]
+    format: TournamentFormat = TournamentFormat.ROUND_ROBIN
     rounds: int | None = strawberry.field(default=None, description="ROUND_ROBIN and SWISS")
     duration_minutes: float | None = strawberry.field(default=None, description="ARENA (fractions allowed)")
     starts_at: datetime | None = strawberry.field(default=None, description="Default: now.")
@@ -134,6 +131,6 @@ class CreateTournamentInput:
         default=False, description="Replay each set of deals with the seats rotated (one match per seat)."
     )
     bots: list[strawberry.ID] = strawberry.field(default_factory=list, description="Entrants; more may join until the start.")
-    house_bots: list[HouseBotKind] = strawberry.field(  # type: ignore[valid-type]
+    house_bots: list[HouseBotKind] = strawberry.field(
         default_factory=list, description="House bots entered as entrants of their own (kinds: RANDOM, HEURISTIC)."
     )

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from enum import Enum
 from functools import cached_property
 from typing import Any
 
@@ -15,13 +14,8 @@ from strawberry.types.arguments import InputContext
 
 from service.api.graphql.context import RequestContext
 from service.api.graphql.limits import ListBound
-from service.model.live_match import LiveMatch
-from service.model.live_match import MatchStatus as DomainMatchStatus
-from wizard import HOUSE_BOTS, MatchView
-from wizard import Phase as EnginePhase
-from wizard import Ruleset as EngineRuleset
-from wizard import Suit as EngineSuit
-from wizard import Variant as EngineVariant
+from service.model.live_match import HouseBotKind, LiveMatch, MatchStatus
+from wizard import MatchView, Phase, Ruleset, Suit, Variant
 from wizard.rules import RULESETS, SINGLE_SUIT_EXTRA_CARDS, SINGLE_SUIT_ROUNDS
 
 # What the rules allow at most, for the bounds of the lists a Match holds (the query cost).
@@ -33,21 +27,18 @@ MAX_LEGAL_MOVES = MAX_HAND + 1
 #: ``Bot.ratingHistory(last:)``
 RATING_HISTORY = ListBound(10_000, argument="last", default=1_000)
 
-Ruleset = strawberry.enum(EngineRuleset, name="Ruleset", description="The rule texts a match follows (RULES.md).")
-Variant = strawberry.enum(EngineVariant, name="Variant", description="Optional rules (RULES.md).")
-Suit = strawberry.enum(EngineSuit, name="Suit", description="Card codes use the suit's first letter.")
-Phase = strawberry.enum(EnginePhase, name="Phase")
-MatchStatus = strawberry.enum(DomainMatchStatus, name="MatchStatus")
-HouseBotKind = strawberry.enum(
-    Enum("HouseBotKind", {kind: kind for kind in HOUSE_BOTS}),  # type: ignore[misc]
-    name="HouseBotKind",
-    description="Built-in bots the server plays itself.",
-)
+# The engine's and the model's enums are the schema's: registered here under their names.
+strawberry.enum(Ruleset, name="Ruleset", description="The rule texts a match follows (RULES.md).")
+strawberry.enum(Variant, name="Variant", description="Optional rules (RULES.md).")
+strawberry.enum(Suit, name="Suit", description="Card codes use the suit's first letter.")
+strawberry.enum(Phase, name="Phase")
+strawberry.enum(MatchStatus, name="MatchStatus")
+strawberry.enum(HouseBotKind, name="HouseBotKind", description="Built-in bots the server plays itself.")
 
 
 @strawberry.type(description="A bot's rating under one ruleset (filled by rated matches).")
 class Rating:
-    ruleset: Ruleset  # type: ignore[valid-type]
+    ruleset: Ruleset
     rating: float
     games: int
 
@@ -59,11 +50,11 @@ class Bot:
 
     @strawberry.field(
         description="Elo ratings per ruleset; empty until the bot has played a rated match.",
-        metadata=ListBound(len(EngineRuleset)).metadata(),
+        metadata=ListBound(len(Ruleset)).metadata(),
     )
     async def ratings(self, info: Info[RequestContext, None]) -> list[Rating]:
         rows = await info.context.loaders.ratings.load(str(self.id))
-        return [Rating(ruleset=EngineRuleset(r["ruleset"]), rating=r["rating"], games=r["games"]) for r in rows]
+        return [Rating(ruleset=Ruleset(r["ruleset"]), rating=r["rating"], games=r["games"]) for r in rows]
 
     @strawberry.field(
         description="The Elo rating after each rated match, oldest first: the latest `last` of them "
@@ -71,7 +62,7 @@ class Bot:
         metadata=RATING_HISTORY.metadata(),
     )
     async def rating_history(
-        self, info: Info[RequestContext, None], ruleset: Ruleset, last: int = RATING_HISTORY.default  # type: ignore[valid-type, assignment]
+        self, info: Info[RequestContext, None], ruleset: Ruleset, last: int = RATING_HISTORY.default  # type: ignore[assignment]
     ) -> list[RatingPoint]:
         rows = await info.context.loaders.history.load((str(self.id), ruleset.value, RATING_HISTORY.check(last)))
         return [RatingPoint(rating=r["rating"], match_id=strawberry.ID(r["matchId"]), at=_datetime(r["at"])) for r in rows]  # type: ignore[arg-type]
@@ -94,7 +85,7 @@ class BotRegistration:
 class Move:
     bid: int | None = None
     card: str | None = None
-    trump: Suit | None = None  # type: ignore[valid-type]
+    trump: Suit | None = None
 
 
 @strawberry.type
@@ -128,7 +119,7 @@ class RoundResult:
 class Seat:
     seat: int
     bot: Bot | None = strawberry.field(description="Who sits here; null while the seat is free.")
-    house_bot: HouseBotKind | None = strawberry.field(description="The house bot's kind, for a house seat.")  # type: ignore[valid-type]
+    house_bot: HouseBotKind | None = strawberry.field(description="The house bot's kind, for a house seat.")
     score: int
     bid: int | None = strawberry.field(description="Null until made, and while hidden from the caller.")
     tricks: int
@@ -139,19 +130,19 @@ class Seat:
 @strawberry.type(description="One match as the caller may see it.")
 class Match:
     id: strawberry.ID
-    ruleset: Ruleset  # type: ignore[valid-type]
-    variants: list[Variant]  # type: ignore[valid-type]
+    ruleset: Ruleset
+    variants: list[Variant]
     players: int
-    status: MatchStatus  # type: ignore[valid-type]
+    status: MatchStatus
     version: int = strawberry.field(description="Grows by one with every change of the match.")
     round: int
     rounds: int
     hand_size: int
     dealer: int
-    phase: Phase  # type: ignore[valid-type]
+    phase: Phase
     trump_card: str | None
-    trump_suit: Suit | None  # type: ignore[valid-type]
-    lead_suit: Suit | None  # type: ignore[valid-type]
+    trump_suit: Suit | None
+    lead_suit: Suit | None
     to_act: int | None = strawberry.field(description="The seat to move; null while bids are simultaneous.")
     awaiting: list[int] = strawberry.field(description="Every seat that has a move to make now.")
     deadline: datetime | None = strawberry.field(description="When the seat(s) to act time out (UTC).")
@@ -197,7 +188,7 @@ class LiveMatchType(Match):
     """A ``Match`` whose fields are read on demand from the live match and the engine's view
     for the caller's seat: a request that selects ``version`` builds no view at all."""
 
-    def __init__(self, live: LiveMatch, viewer_seat: int | None) -> None:  # noqa: D107 - no dataclass init
+    def __init__(self, live: LiveMatch, viewer_seat: int | None) -> None:
         self._live = live
         self._seat = viewer_seat
 
@@ -219,7 +210,7 @@ class LiveMatchType(Match):
     trump_card = property(lambda self: self._view.trump_card)
     trump_suit = property(lambda self: self._view.trump_suit)
     lead_suit = property(lambda self: self._view.lead_suit)
-    to_act = property(lambda self: self._live.state.to_act if self._live.status is DomainMatchStatus.ACTIVE else None)
+    to_act = property(lambda self: self._live.state.to_act if self._live.status is MatchStatus.ACTIVE else None)
     awaiting = property(lambda self: list(self._live.awaiting()))
     deadline = property(lambda self: _datetime(self._live.deadline_ms))
     move_timeout_ms = property(lambda self: self._live.settings.move_timeout_ms)
@@ -250,7 +241,7 @@ class LiveMatchType(Match):
                 Seat(
                     seat=s.seat,
                     bot=None if holder is None else Bot(id=strawberry.ID(holder.id), name=holder.name),
-                    house_bot=None if holder is None or holder.house is None else HouseBotKind[holder.house],
+                    house_bot=None if holder is None or holder.house is None else HouseBotKind(holder.house),
                     score=s.score,
                     bid=s.bid,
                     tricks=s.tricks,
@@ -287,7 +278,7 @@ class MoveInput:
     # named outright: strawberry derives a name again on every conversion of a move otherwise
     bid: int | None = strawberry.field(default=None, name="bid")
     card: str | None = strawberry.field(default=None, name="card")
-    trump: Suit | None = strawberry.field(default=None, name="trump")  # type: ignore[valid-type]
+    trump: Suit | None = strawberry.field(default=None, name="trump")
 
     def to_dict(self) -> dict[str, object]:
         given = {k: v for k, v in (("bid", self.bid), ("card", self.card), ("trump", self.trump)) if v is not None}
@@ -313,9 +304,9 @@ MoveInput.__strawberry_definition__.from_input = MoveInput._from_input  # type: 
 
 @strawberry.input
 class CreateMatchInput:
-    ruleset: Ruleset = EngineRuleset.WIZARD  # type: ignore[valid-type]
+    ruleset: Ruleset = Ruleset.WIZARD
     players: int = 4
-    variants: list[Variant] = strawberry.field(default_factory=list)  # type: ignore[valid-type]
+    variants: list[Variant] = strawberry.field(default_factory=list)
     move_timeout_ms: int | None = strawberry.field(default=None, description="Default: the server's (10000).")
     rated: bool = False
     seed: str | None = strawberry.field(default=None, description="Same seed, same deals.")
