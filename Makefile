@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 # skipped and says how to install it. Node clients install their own packages (tests/clients).
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: setup test run bench clean browser
+.PHONY: setup lint test run bench clean browser
 
 # Every direct dependency at its lower bound (requirements/lowest.txt): what pyproject.toml
 # claims is what the tests run with.
@@ -26,6 +26,13 @@ browser:
 		apt-get install -y -q chromium || { apt-get update -q && apt-get install -y -q chromium; }; \
 	fi
 	@[ -x $(CHROMIUM) ] || echo "no $(CHROMIUM): the GraphiQL browser test will be skipped (apt-get install chromium)"
+
+# ruff, then mypy: the whole project by pyproject.toml's settings, and the pure packages
+# (engine, ranking, contract) with --strict as they ship py.typed
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/mypy --strict wizard ranking contract
 
 test: setup browser
 	$(BIN)/python -m pytest

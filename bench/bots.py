@@ -37,7 +37,8 @@ def bench_bots(matches: int, players: int = 4, ruleset: str = "WIZARD", seed: in
             if s != seat_h:
                 random_seats.append(state.scores[s])
                 r_acc.append(_accuracy(state, s))
-    self_scores, self_acc = [], []
+    self_scores: list[int] = []
+    self_acc: list[float] = []
     for m in range(matches):
         state = play_match(config, f"bots-self-play-{seed}-{m}", [HeuristicBot() for _ in range(players)], rng)
         self_scores += state.scores

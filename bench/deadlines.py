@@ -162,7 +162,7 @@ class Arena:
     def check_alive(self) -> None:
         for process in [self._serve, *self._workers]:
             if process is not None and process.poll() is not None:
-                raise RuntimeError(f"{' '.join(map(str, process.args))} exited with {process.returncode}; see {self.folder}")
+                raise RuntimeError(f"{process.args!r} exited with {process.returncode}; see {self.folder}")
 
 
 def _raise_on_sigterm(signum: int, frame: object) -> None:

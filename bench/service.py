@@ -88,7 +88,7 @@ class HttpConnection:
         for line in header.split(b"\r\n"):
             if line[:15].lower() == b"content-length:":
                 length = int(line[15:])
-        return json.loads(await self.reader.readexactly(length))  # type: ignore[no-any-return]
+        return json.loads(await self.reader.readexactly(length))
 
     async def close(self) -> None:
         if self.writer is not None:
@@ -102,14 +102,14 @@ def percentile(values: list[float], p: float) -> float:
 
 async def _register(conn: HttpConnection, name: str) -> str:
     answer = await conn.post("/graphql", {"query": "mutation($n: String!) { registerBot(name: $n) { token } }", "variables": {"n": name}})
-    return answer["data"]["registerBot"]["token"]  # type: ignore[no-any-return]
+    return answer["data"]["registerBot"]["token"]
 
 
 async def _gql(conn: HttpConnection, query: str, variables: dict[str, Any], token: str) -> dict[str, Any]:
     answer = await conn.post("/graphql", {"query": query, "variables": variables}, token)
     if answer.get("errors"):
         raise RuntimeError(answer["errors"])
-    return answer["data"]  # type: ignore[no-any-return]
+    return answer["data"]
 
 
 async def floor(host: str, port: int, clients: int, seconds: float) -> dict[str, float]:
@@ -231,7 +231,7 @@ async def interleaved(
                 counts["move"] += 1
         await conn.close()
 
-    async def conductor() -> list[dict[str, float]]:
+    async def conductor() -> list[dict[str, Any]]:
         slices = []
         kind = "floor"
         while time.perf_counter() < stop - slice_seconds:
@@ -367,8 +367,9 @@ def _with_cpu(pids: dict[str, int], measure: Any) -> dict[str, Any]:
     result: dict[str, Any] = measure()
     for name, pid in pids.items():
         after = process_cpu_seconds(pid)
-        if before[name] is not None and after is not None and result["requests"]:
-            result[f"{name}_cpu_us_per_request"] = round((after - before[name]) / result["requests"] * 1e6, 1)
+        started = before[name]
+        if started is not None and after is not None and result["requests"]:
+            result[f"{name}_cpu_us_per_request"] = round((after - started) / result["requests"] * 1e6, 1)
     return result
 
 

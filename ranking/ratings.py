@@ -27,7 +27,7 @@ _PROBIT_TO_LOGIT = 1.702
 
 
 def elo_expected(rating: float, opponent: float) -> float:
-    return 1.0 / (1.0 + 10.0 ** ((opponent - rating) / 400.0))
+    return 1.0 / (1.0 + math.pow(10.0, (opponent - rating) / 400.0))
 
 
 def elo_update(ratings: Sequence[float], scores: Sequence[float], k: float = ELO_K) -> list[float]:

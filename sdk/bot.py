@@ -24,6 +24,7 @@ import sys
 import traceback
 from pathlib import Path
 from types import ModuleType
+from typing import cast
 
 from wizard import HOUSE_BOTS, MatchView, Move, Phase
 
@@ -104,7 +105,7 @@ def load_bot(spec: str, seed: int | None = None) -> Bot:
             and all(getattr(bot_class, m) is getattr(Bot, m) for m in ("choose_trump", "bid", "play", "act"))
         ):
             raise BotSpecError(f"bot {spec!r}: {class_name} writes none of choose_trump, bid, play")
-        return bot_class()  # type: ignore[no-any-return]
+        return cast(Bot, bot_class())
     except BotSpecError:
         raise
     except Exception as e:  # the bot's own code failed: a syntax error, its constructor

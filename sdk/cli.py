@@ -61,7 +61,7 @@ def _tournament_run(args: argparse.Namespace) -> None:
     tournament_run_command(args)
 
 
-def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_commands(commands: argparse._SubParsersAction) -> None:
     play = commands.add_parser("play", help="run a bot against a server until stopped")
     _url_option(play)
     _token_option(play)

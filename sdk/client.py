@@ -191,7 +191,7 @@ class ArenaClient:
         if errors:
             raise ArenaError.from_graphql(errors)
         if isinstance(body, dict) and isinstance(body.get("data"), dict):
-            return body["data"]  # type: ignore[no-any-return]
+            return body["data"]
         # no GraphQL answer: a proxy's page, or a server in trouble
         status = response.status_code
         if status == 429:
@@ -234,10 +234,10 @@ class ArenaClient:
             "mutation($name: String!, $secret: String) { registerBot(name: $name, secret: $secret) { token bot { id name } } }",
             {"name": name, "secret": secret},
         )
-        return data["registerBot"]  # type: ignore[no-any-return]
+        return data["registerBot"]
 
     async def me(self) -> dict[str, Any] | None:
-        return (await self.graphql("{ me { id name } }"))["me"]  # type: ignore[no-any-return]
+        return (await self.graphql("{ me { id name } }"))["me"]
 
     async def create_match(self, **spec: Any) -> Match:
         """``createMatch`` with CreateMatchInput's fields, camelCase (``moveTimeoutMs=...``)."""

@@ -12,7 +12,7 @@ from sdk.cli import add_commands as add_bot_author_commands
 from wizard import Ruleset, Variant
 
 
-def _print(result: dict, as_json: bool) -> None:  # type: ignore[type-arg]
+def _print(result: dict, as_json: bool) -> None:
     if as_json:
         print(json.dumps(result, separators=(",", ":")))
     else:
@@ -42,7 +42,7 @@ def _bench_service(args: argparse.Namespace) -> None:
         print(json.dumps(result, indent=2))
 
 
-def _print_nested(result: dict, as_json: bool) -> None:  # type: ignore[type-arg]
+def _print_nested(result: dict, as_json: bool) -> None:
     print(json.dumps(result, separators=(",", ":")) if as_json else json.dumps(result, indent=2))
 
 

@@ -57,7 +57,7 @@ def run_worker(settings: Settings, burst: bool = False) -> None:
     clock = ClockThread(settings)
     clock.start()
     clock.ready.wait(10)
-    connection = Redis.from_url(settings.redis_url)  # type: ignore[arg-type]
+    connection = Redis.from_url(settings.redis_url)
     try:
         worker = Worker([Queue(name, connection=connection) for name in QUEUES], connection=connection)
         worker.work(with_scheduler=True, burst=burst, logging_level="INFO")

@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 from cross_web import HTTPException
+from graphql import GraphQLFormattedError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -25,6 +26,7 @@ from strawberry.http.exceptions import WebSocketDisconnected
 from strawberry.schema.exceptions import InvalidOperationTypeError
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import BaseGraphQLTransportWSHandler
+from strawberry.subscriptions.protocols.graphql_transport_ws.types import ErrorMessage
 from strawberry.types.graphql import OperationType
 
 from service.api import rest
@@ -107,7 +109,7 @@ class TextFrames(ASGIWebSocketAdapter):
 
     async def send_json(self, message: Any) -> None:
         try:
-            await self.ws.send_text(self.view.encode_json(message).decode())
+            await self.ws.send_text(orjson.dumps(message).decode())
         except WebSocketDisconnect as exc:
             raise WebSocketDisconnected from exc
 
@@ -122,7 +124,7 @@ class Answer(Response):
     with_token = False
 
 
-class ArenaTransportWS(BaseGraphQLTransportWSHandler):  # type: ignore[type-arg]
+class ArenaTransportWS(BaseGraphQLTransportWSHandler[RequestContext, None]):
     """graphql-transport-ws, with the cap on operations per connection answered like every
     other error (strawberry's own answer has no ``extensions.code``)."""
 
@@ -134,20 +136,20 @@ class ArenaTransportWS(BaseGraphQLTransportWSHandler):  # type: ignore[type-arg]
             and cap is not None
             and len(self.operations) >= cap
         ):
-            error = {
+            error: GraphQLFormattedError = {
                 "message": f"this connection already runs {cap} operations: complete one, or open another connection",
                 "extensions": {"code": "LIMIT_EXCEEDED"},
             }
-            await self.send_message({"id": message["id"], "type": "error", "payload": [error]})
+            await self.send_message(ErrorMessage(id=message["id"], type="error", payload=[error]))
             return
         await super().handle_subscribe(message)
 
 
-class ArenaGraphQL(GraphQL):  # type: ignore[type-arg]
+class ArenaGraphQL(GraphQL[RequestContext, None]):
     """strawberry's ASGI view with our context, WebSocket auth and JSON-coded HTTP errors."""
 
     graphql_transport_ws_handler_class = ArenaTransportWS
-    websocket_adapter_class = TextFrames  # type: ignore[assignment]
+    websocket_adapter_class = TextFrames
 
     def __init__(self, services_of: Any, settings: Settings) -> None:
         super().__init__(
@@ -207,7 +209,7 @@ class ArenaGraphQL(GraphQL):  # type: ignore[type-arg]
             response.headers["vary"] = "Accept, Authorization"
         return response
 
-    async def execute_single(self, request: Any, request_adapter: Any, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    async def execute_single(self, request: Any, request_adapter: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             return await super().execute_single(request, request_adapter, *args, **kwargs)
         except HTTPException as error:
@@ -242,20 +244,20 @@ class ArenaGraphQL(GraphQL):  # type: ignore[type-arg]
     def decode_json(self, data: str | bytes) -> object:
         return orjson.loads(data)
 
-    async def get_context(self, request: Any, response: Any) -> RequestContext:  # type: ignore[override]
+    async def get_context(self, request: Any, response: Any) -> RequestContext:
         services: Services = self._services_of(request)
         if request.scope["type"] == "websocket":
             return RequestContext(services, None, request, response)
         return RequestContext.for_http(services, request, response)
 
-    async def on_ws_connect(self, context: RequestContext) -> Any:  # type: ignore[override]
+    async def on_ws_connect(self, context: RequestContext) -> Any:
         try:
             await context.optional_caller()
         except ServiceError as error:
             raise ConnectionRejectionError({"message": error.message, **error.graphql_extensions()}) from None
         return await super().on_ws_connect(context)
 
-    async def run(self, request: Any, context: Any = None, root_value: Any = None) -> Any:  # type: ignore[override]
+    async def run(self, request: Any, context: Any = None, root_value: Any = None) -> Any:
         from strawberry.types.unset import UNSET
 
         try:
@@ -391,7 +393,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             await services.close()
 
     def services_of(request: Request) -> Services:
-        return request.app.state.services  # type: ignore[no-any-return]
+        return request.app.state.services
 
     async def healthz(request: Request) -> Response:
         try:

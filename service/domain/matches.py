@@ -13,7 +13,7 @@ import logging
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from random import Random
@@ -453,7 +453,7 @@ class MatchService:
         async for match in self._turns(caller, None, None):
             yield match
 
-    async def _turns(self, caller: Caller, match_id: str | None, end: float | None) -> AsyncIterator[LiveMatch]:
+    async def _turns(self, caller: Caller, match_id: str | None, end: float | None) -> AsyncGenerator[LiveMatch, None]:
         """Matches where the caller must move, each version at most once, until ``end``.
 
         The matches are followed through the process's feed (:mod:`service.feed`): each event
@@ -481,10 +481,10 @@ class MatchService:
                     ids = sorted(to_read)
                     to_read.clear()
                     await watch.follow(*(match_channel(i) for i in ids))
-                    for stored in await self.matches.load_many(ids):
-                        if stored is not None and stored.match.seat_of(caller.bot_id) is not None:
-                            followed[stored.match.id] = stored.match
-                            changed.append(stored.match.id)
+                    for read in await self.matches.load_many(ids):
+                        if read is not None and read.match.seat_of(caller.bot_id) is not None:
+                            followed[read.match.id] = read.match
+                            changed.append(read.match.id)
                 for changed_id in dict.fromkeys(changed):
                     match = followed[changed_id]
                     if _awaits(match, caller) and yielded.get(changed_id) != match.version:
@@ -508,10 +508,10 @@ class MatchService:
                     elif isinstance(item, Seated):
                         to_read.add(item.match_id)
                     elif isinstance(item, MatchEvent):
-                        match = followed.get(item.match_id)
-                        if match is None or item.match_id in to_read or item.version <= match.version:
+                        copy = followed.get(item.match_id)
+                        if copy is None or item.match_id in to_read or item.version <= copy.version:
                             continue  # read whole anyway, or already applied
-                        if item.version != match.version + 1 or not _applied(match, item):
+                        if item.version != copy.version + 1 or not _applied(copy, item):
                             to_read.add(item.match_id)
                             continue
                         changed.append(item.match_id)

@@ -62,7 +62,7 @@ class RatingService:
             if await self.ratings.is_applied(match.id):
                 return
             current = dict(zip(unique, await self.ratings.elo(unique, ruleset), strict=True))
-            before = [current[i][0] if current[i] else INITIAL_RATING for i in identities]
+            before = [(current[i] or (INITIAL_RATING, 0))[0] for i in identities]
             after = elo_update(before, scores)
             delta: dict[str, float] = {}
             for identity, old, new in zip(identities, before, after, strict=True):

@@ -263,10 +263,10 @@ class EventFeed:
             return  # the connection being made subscribes everything anew
         commands = []
         if self._to_subscribe:
-            commands.append(pack_command(("SUBSCRIBE", *self._to_subscribe)))
+            commands.append(pack_command(("SUBSCRIBE", *self._to_subscribe)))  # type: ignore[arg-type]  # hiredis's stub: a 1-tuple
             self._to_subscribe.clear()
         if self._to_unsubscribe:
-            commands.append(pack_command(("UNSUBSCRIBE", *self._to_unsubscribe)))
+            commands.append(pack_command(("UNSUBSCRIBE", *self._to_unsubscribe)))  # type: ignore[arg-type]
             self._to_unsubscribe.clear()
         if commands:
             try:
@@ -353,7 +353,7 @@ class EventFeed:
     def _ping(self, connection: AbstractConnection) -> None:
         """Every ``ping_interval`` s: a PING, and a connection that left the last one
         unanswered for ``timeout`` s is closed (the reader then reconnects)."""
-        if self._connection is not connection:
+        if connection is not self._connection or connection is None:
             return
         now = time.monotonic()
         if self._pinged_at is not None and now - self._pinged_at > self.timeout:

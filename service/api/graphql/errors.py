@@ -45,7 +45,7 @@ def coded_error(error: GraphQLError) -> GraphQLError:
                 break
         return GraphQLError(_SUGGESTION.sub("", error.message), error.nodes, error.source, error.positions,
                             error.path, extensions={**(error.extensions or {}), "code": code})
-    mapped = service_error(original)  # type: ignore[arg-type]
+    mapped = service_error(original)
     if mapped is None:
         log.error("unexpected error in %s", error.path, exc_info=original)
         return GraphQLError("internal error: the server failed on this request; it has been logged",
@@ -77,7 +77,7 @@ class ErrorCodes(SchemaExtension):
         errors = getattr(result, "errors", None)
         if errors:
             coded = [coded_error(e) for e in errors]
-            result.errors = coded  # type: ignore[union-attr]
+            result.errors = coded  # type: ignore[attr-defined]
             metrics = getattr(self.execution_context.context, "services", None)
             if metrics is not None:
                 for e in coded:

@@ -315,7 +315,7 @@ def _spreads(selection_set: SelectionSetNode | None) -> Iterator[str]:
         for selection in pending.pop().selections:
             if isinstance(selection, FragmentSpreadNode):
                 yield selection.name.value
-            elif selection.selection_set is not None:  # a field or an inline fragment
+            elif isinstance(selection, FieldNode | InlineFragmentNode) and selection.selection_set is not None:
                 pending.append(selection.selection_set)
 
 

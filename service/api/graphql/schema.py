@@ -216,7 +216,7 @@ class Subscription:
 
 
 class ArenaSchema(strawberry.Schema):
-    async def execute(self, *args: Any, **kwargs: Any) -> ExecutionResult:  # type: ignore[override]
+    async def execute(self, *args: Any, **kwargs: Any) -> ExecutionResult:
         # One execution is a query or a mutation; a subscription is a stream (WebSocket), and
         # executed once over HTTP it would fail inside. Refused instead, as a client error.
         allowed = kwargs.get("allowed_operation_types") or (OperationType.QUERY, OperationType.MUTATION)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 import strawberry
 from strawberry.types import Info
@@ -196,7 +196,7 @@ class LiveMatchType(Match):
     def _view(self) -> MatchView:
         return self._live.view(self._seat)
 
-    id = property(lambda self: strawberry.ID(self._live.id))  # type: ignore[assignment]
+    id = property(lambda self: strawberry.ID(self._live.id))
     ruleset = property(lambda self: self._live.ruleset)
     variants = property(lambda self: list(self._live.variants))
     players = property(lambda self: self._live.settings.config.players)
@@ -281,9 +281,14 @@ class MoveInput:
     trump: Suit | None = strawberry.field(default=None, name="trump")
 
     def to_dict(self) -> dict[str, object]:
-        given = {k: v for k, v in (("bid", self.bid), ("card", self.card), ("trump", self.trump)) if v is not None}
-        if "trump" in given:
-            given["trump"] = given["trump"].name  # type: ignore[union-attr]
+        """The move as the engine's ``Move.from_dict`` reads it."""
+        given: dict[str, object] = {}
+        if self.bid is not None:
+            given["bid"] = self.bid
+        if self.card is not None:
+            given["card"] = self.card
+        if self.trump is not None:
+            given["trump"] = self.trump.name
         return given
 
     @staticmethod
@@ -295,7 +300,7 @@ class MoveInput:
         return cls(
             bid=value.get("bid"),
             card=value.get("card"),
-            trump=None if trump is None else context.convert(trump, Suit, "trump"),
+            trump=None if trump is None else cast(Suit, context.convert(trump, Suit, "trump")),
         )
 
 
