@@ -28,7 +28,7 @@ from service.store.bots import BotStore
 from service.store.clock import now_ms
 from service.store.feed import RESYNC, EventFeed, Watch
 from service.store.keys import bot_channel, match_channel
-from service.store.matches import MatchEvent, MatchStore, Seated, Stored, WaitingFull
+from service.store.matches import MatchEvent, MatchStore, Seated, Stored, WaitingFull, after_event
 from wizard import HOUSE_BOTS, MatchConfig, Move, WizardError, fallback_move, new_match
 
 log = logging.getLogger("wizard_arena.matches")
@@ -91,17 +91,6 @@ class RecentSnapshots:
 def _awaits(match: LiveMatch, caller: Caller) -> bool:
     """Whether the caller has a move to make in ``match`` now."""
     return match.seat_of(caller.bot_id) in match.awaiting()
-
-
-def _applied(match: LiveMatch, item: MatchEvent) -> bool:
-    """Apply a followed event to the copy in hand; False (the copy spoilt: read it whole) when
-    this copy cannot follow it."""
-    try:
-        match.apply_event(item.event)
-    except (ValueError, WizardError):
-        return False
-    match.event_id = item.event_id
-    return True
 
 
 class MatchService:
@@ -456,11 +445,10 @@ class MatchService:
     async def _turns(self, caller: Caller, match_id: str | None, end: float | None) -> AsyncGenerator[LiveMatch, None]:
         """Matches where the caller must move, each version at most once, until ``end``.
 
-        The matches are followed through the process's feed (:mod:`service.feed`): each event
-        is applied to the copy in hand, since a change wakes every seated bot's wait, and
-        reading and decoding the whole match again for each of them cost more than the move
-        itself. A match is read whole when it is new here, when its events do not follow on,
-        and after the feed lost its connection."""
+        The matches are followed through the process's feed (:mod:`service.store.feed`), which
+        keeps each followed match current by applying its events once for all the process's
+        waiters: a waiter reads no match from Redis and applies no event itself. A match is
+        read whole only when it is new to the process, or after the feed lost messages."""
         with self.feed.watch(caller.bot_id) as watch:
             followed: dict[str, LiveMatch] = {}
             to_read: set[str] = set()
@@ -469,11 +457,11 @@ class MatchService:
                 await watch.follow(bot_channel(caller.bot_id))  # then read: no seat taken later is missed
                 to_read.update(await self.bots.open_matches(caller.bot_id))
             else:
-                stored = await self._follow_and_load(watch, match_id)
-                if stored.match.seat_of(caller.bot_id) is None:
+                match = await self._follow_and_read(watch, match_id)
+                if match.seat_of(caller.bot_id) is None:
                     watch.unfollow(match_channel(match_id), linger=False)
                     raise Forbidden(f"you have no seat in match {match_id}")
-                followed[match_id] = stored.match
+                followed[match_id] = match
                 changed.append(match_id)
             yielded: dict[str, int] = {}
             while True:
@@ -481,10 +469,10 @@ class MatchService:
                     ids = sorted(to_read)
                     to_read.clear()
                     await watch.follow(*(match_channel(i) for i in ids))
-                    for read in await self.matches.load_many(ids):
-                        if read is not None and read.match.seat_of(caller.bot_id) is not None:
-                            followed[read.match.id] = read.match
-                            changed.append(read.match.id)
+                    for read_id, match in (await self.feed.current(ids)).items():
+                        if match.seat_of(caller.bot_id) is not None:
+                            followed[read_id] = match
+                            changed.append(read_id)
                 for changed_id in dict.fromkeys(changed):
                     match = followed[changed_id]
                     if _awaits(match, caller) and yielded.get(changed_id) != match.version:
@@ -507,47 +495,48 @@ class MatchService:
                             to_read.update(await self.bots.open_matches(caller.bot_id))
                     elif isinstance(item, Seated):
                         to_read.add(item.match_id)
-                    elif isinstance(item, MatchEvent):
-                        copy = followed.get(item.match_id)
-                        if copy is None or item.match_id in to_read or item.version <= copy.version:
-                            continue  # read whole anyway, or already applied
-                        if item.version != copy.version + 1 or not _applied(copy, item):
+                    elif isinstance(item, MatchEvent) and item.match_id in followed:
+                        if item.match is None:  # the feed could not apply it (it is reading the match)
                             to_read.add(item.match_id)
-                            continue
-                        changed.append(item.match_id)
+                        elif item.match.version > followed[item.match_id].version:
+                            followed[item.match_id] = item.match
+                            changed.append(item.match_id)
 
-    async def _follow_and_load(self, watch: Watch, match_id: str) -> Stored:
-        """Follow a match, then read it (in this order: no later change is missed). An
-        unknown match is not followed on."""
+    async def _follow_and_read(self, watch: Watch, match_id: str) -> LiveMatch:
+        """Follow a match, then read it (in this order: no later change is missed). An unknown
+        match is not followed on."""
         self._check_id(match_id)
         await watch.follow(match_channel(match_id))
-        try:
-            return await self._load(match_id)
-        except NotFound:
+        match = (await self.feed.current([match_id])).get(match_id)
+        if match is None:
             watch.unfollow(match_channel(match_id), linger=False)
-            raise
+            raise NotFound(f"no match with id {match_id!r}: check the id (matchId from createMatch)")
+        return match
 
     async def updates(self, match_id: str, owner: str) -> AsyncIterator[LiveMatch]:
-        """The match now, then after every change, until it ends. Followed through the feed:
-        each event is applied to a private copy, so no version is skipped (after the feed lost
-        its connection, the missed events are read from the match's stream)."""
+        """The match now, then after every change, until it ends; no version is skipped: each
+        comes from the feed as it applied the event, or where it could not (after it lost its
+        connection), from the events read from the match's stream."""
         with self.feed.watch(owner) as watch:
-            match = (await self._follow_and_load(watch, match_id)).match
+            match = await self._follow_and_read(watch, match_id)
             yield match
             while not match.ended:
                 for item in await watch.next(WAIT_SLICE_S):
-                    if item is RESYNC:
+                    if isinstance(item, MatchEvent) and item.version > match.version:
+                        if item.version == match.version + 1 and item.match is not None:
+                            missed = [item]
+                        else:
+                            missed = await self.matches.events_after(match_id, match.event_id)
+                    elif item is RESYNC:
                         await watch.ready()
                         missed = await self.matches.events_after(match_id, match.event_id)
-                    elif isinstance(item, MatchEvent) and item.version > match.version:
-                        missed = [item]
                     else:
                         continue
                     for event in missed:
                         if event.version <= match.version:
                             continue
-                        if event.version != match.version + 1 or not _applied(match, event):
-                            match = (await self._load(match_id)).match  # cannot follow on: read it whole
+                        after = event.match if event.match is not None else after_event(match, event)
+                        match = after if after is not None else (await self._load(match_id)).match
                         yield match
                         if match.ended:
                             return

@@ -36,7 +36,7 @@ import math
 import random
 import time
 from collections import deque
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine, Iterable, Sequence
 from typing import Any
 
 from hiredis import pack_command
@@ -45,7 +45,9 @@ from redis.asyncio.connection import AbstractConnection
 from redis.maint_notifications import MaintNotificationsConfig
 
 from service.errors import LimitExceeded
-from service.store.matches import MatchEvent, Seated, decode_published
+from service.model.live_match import LiveMatch
+from service.store.keys import match_channel
+from service.store.matches import MatchEvent, MatchStore, Seated, after_event, decode_published
 
 log = logging.getLogger("wizard_arena.feed")
 
@@ -58,7 +60,7 @@ class FeedUnavailable(ConnectionError):
 
 
 class _Channel:
-    __slots__ = ("confirmed", "idle_since", "leaving", "name", "subscribed", "watches")
+    __slots__ = ("confirmed", "idle_since", "leaving", "loading", "name", "snapshot", "subscribed", "watches")
 
     def __init__(self, name: bytes) -> None:
         self.name = name
@@ -70,6 +72,16 @@ class _Channel:
         self.idle_since = time.monotonic()
         #: an UNSUBSCRIBE was sent and not yet confirmed
         self.leaving = False
+        #: a match channel's match as of its latest event, kept by applying each event to a copy
+        #: (one per process, shared by the waiters, never changed once out); None: to be read
+        self.snapshot: LiveMatch | None = None
+        #: while it is being read: the read's result, and the events that arrive meanwhile
+        self.loading: tuple[asyncio.Future[LiveMatch | None], list[MatchEvent]] | None = None
+
+    def forget(self) -> None:
+        """Events may be missed from now on (the subscription ends, or the connection did)."""
+        self.snapshot = None
+        self.loading = None
 
 
 class Watch:
@@ -148,6 +160,7 @@ class EventFeed:
     def __init__(
         self,
         redis: Redis,
+        matches: MatchStore,
         max_watches_per_owner: int,
         *,
         linger: float = 30.0,
@@ -155,6 +168,7 @@ class EventFeed:
         ping_interval: float = 15.0,
     ) -> None:
         self._redis = redis
+        self._matches = matches
         self.max_watches_per_owner = max_watches_per_owner
         self.linger = linger
         self.timeout = timeout
@@ -231,6 +245,7 @@ class EventFeed:
             channel.idle_since = time.monotonic()
             if not linger and channel.subscribed and not channel.leaving:
                 channel.leaving = True
+                channel.forget()
                 self._to_unsubscribe.add(name)
                 self._schedule_flush()
 
@@ -243,6 +258,64 @@ class EventFeed:
             self._watches_by_owner[watch.owner] = left
         else:
             self._watches_by_owner.pop(watch.owner, None)
+
+    # ------------------------------------------------------------------ the followed matches
+    async def current(self, match_ids: Sequence[str]) -> dict[str, LiveMatch]:
+        """The matches as of the latest events this process heard (those that exist), read
+        from Redis only when not kept already: shared by every waiter, so never to be changed
+        (copy one first). Only a caller that follows a match's channel (confirmed) may rely on
+        it to be current; for the others it is read, and not kept."""
+        found: dict[str, LiveMatch] = {}
+        missing: list[str] = []
+        pending: list[tuple[str, asyncio.Future[LiveMatch | None]]] = []
+        for match_id in match_ids:
+            channel = self._channels.get(match_channel(match_id))
+            if channel is not None and channel.snapshot is not None:
+                found[match_id] = channel.snapshot
+            elif channel is not None and channel.loading is not None:
+                pending.append((match_id, channel.loading[0]))
+            else:
+                missing.append(match_id)
+        if missing:
+            found.update(await self._load(missing))
+        for match_id, loaded in pending:
+            match = await asyncio.shield(loaded)
+            if match is not None:
+                found[match_id] = match
+        return found
+
+    async def _load(self, match_ids: list[str]) -> dict[str, LiveMatch]:
+        """Read matches; keep those whose channel is subscribed, with the events that arrived
+        during the read applied."""
+        keeping: dict[str, _Channel] = {}
+        for match_id in match_ids:
+            channel = self._channels.get(match_channel(match_id))
+            if channel is not None and channel.subscribed and not channel.leaving:
+                channel.loading = (asyncio.get_running_loop().create_future(), [])
+                keeping[match_id] = channel
+        try:
+            stored = await self._matches.load_many(match_ids)
+        except BaseException as error:
+            for channel in keeping.values():
+                if channel.loading is not None:
+                    channel.loading[0].set_exception(error)
+                    channel.loading[0].exception()  # (retrieved: the caller gets it from here)
+                    channel.loading = None
+            raise
+        found: dict[str, LiveMatch] = {}
+        for match_id, read in zip(match_ids, stored, strict=True):
+            match = None if read is None else read.match
+            channel = keeping.get(match_id)
+            if channel is not None and channel.loading is not None:
+                loaded, arrived = channel.loading
+                channel.loading = None
+                for item in sorted(arrived, key=lambda i: i.version):
+                    match = after_event(match, item) if match is not None else None
+                channel.snapshot = match
+                loaded.set_result(match)
+            if match is not None:
+                found[match_id] = match
+        return found
 
     # ------------------------------------------------------------------ subscribing
     def _subscribe(self, channel: _Channel) -> None:
@@ -376,6 +449,7 @@ class EventFeed:
         for channel in self._channels.values():
             if not channel.watches and channel.subscribed and not channel.leaving and now - channel.idle_since > self.linger:
                 channel.leaving = True
+                channel.forget()
                 self._to_unsubscribe.add(channel.name)
         if self._to_unsubscribe:
             self._schedule_flush()
@@ -399,6 +473,7 @@ class EventFeed:
                 channel.confirmed = asyncio.get_running_loop().create_future()
                 told.update(channel.watches)
             channel.leaving = False
+            channel.forget()
         for watch in told:
             watch._push(RESYNC)
 
@@ -417,6 +492,7 @@ class EventFeed:
             return
         channel.subscribed = False
         channel.leaving = False
+        channel.forget()
         if channel.watches:  # followed again meanwhile: subscribe again
             if channel.confirmed.done():
                 channel.confirmed = asyncio.get_running_loop().create_future()
@@ -426,11 +502,19 @@ class EventFeed:
 
     def _deliver(self, name: bytes, data: bytes) -> None:
         channel = self._channels.get(name)
-        if channel is None or not channel.watches:
+        if channel is None:
             return
         item = decode_published(name, data)
         if item is None:
             log.warning("the event feed could not read a message on %r", name)
+            return
+        if isinstance(item, MatchEvent):
+            if channel.loading is not None:  # a read is under way: it applies what came meanwhile
+                channel.loading[1].append(item)
+            elif channel.snapshot is not None:
+                channel.snapshot = after_event(channel.snapshot, item)
+                item.match = channel.snapshot
+        if not channel.watches:
             return
         for watch in channel.watches:
             watch._push(item)

@@ -140,15 +140,35 @@ class WaitingFull(Exception):
 
 
 class MatchEvent:
-    """One event of a match: as read from its stream, or as published with its commit."""
+    """One event of a match: as read from its stream, or as published with its commit. The
+    feed sets ``match``: the match just after the event, shared by every waiter of the
+    process, never changed (None where the feed could not tell it)."""
 
-    __slots__ = ("event", "event_id", "match_id", "version")
+    __slots__ = ("event", "event_id", "match", "match_id", "version")
 
     def __init__(self, match_id: str, version: int, event_id: bytes, event: dict[str, Any]) -> None:
         self.match_id = match_id
         self.version = version
         self.event_id = event_id
         self.event = event
+        self.match: LiveMatch | None = None
+
+
+def after_event(match: LiveMatch, item: MatchEvent) -> LiveMatch | None:
+    """The match after one of its events: a changed copy (the match given stays as it was:
+    it may be shared); the same match for an event it has already; None when it cannot follow
+    on (an event missed in between, or one this code cannot apply): read it whole instead."""
+    if item.version <= match.version:
+        return match
+    if item.version != match.version + 1:
+        return None
+    changed = match.copy()
+    try:
+        changed.apply_event(item.event)
+    except (ValueError, KeyError):  # the engine's errors are ValueErrors
+        return None
+    changed.event_id = item.event_id
+    return changed
 
 
 class Seated:
