@@ -74,6 +74,15 @@ class Polls:
         self.loop.close()
 
 
+def wait_for_waits(api: Api, count: int, timeout: float = 60) -> None:
+    """Until ``count`` waits are open in the API process (its gauge), saying how many were."""
+    seen: list[float] = []
+    try:
+        wait_until(lambda: seen.append(waits_open(api)) or seen[-1] == count, f"{count} waiters", timeout)
+    except AssertionError:
+        raise AssertionError(f"{seen[-1]:.0f} waits open after {timeout} s, not {count}:\n{api.process.output()}") from None
+
+
 def waits_open(api: Api) -> float:
     for family in text_string_to_metric_families(api.http.get("/metrics").text):
         for sample in family.samples:
@@ -108,7 +117,7 @@ def test_many_waiters_of_one_match_wake_by_seat(api, polls):
     before = waits_open(api)
     second = polls.start(tokens[2], 50, match_id)  # seat 2 bids after seat 1
     third = polls.start(tokens[0], 50, match_id)  # seat 0, the dealer, bids last
-    wait_until(lambda: waits_open(api) == before + 100, "100 waiters")
+    wait_for_waits(api, int(before) + 100)
     moved = api.submit(tokens[1], match_id, {"bid": 0})["data"]["submitMove"]
     for status, turn in polls.answers(second):
         assert status == 200 and turn["mySeat"] == 2 and turn["version"] == moved["version"], turn
@@ -149,7 +158,7 @@ def test_a_redis_restart_while_a_thousand_wait_misses_nothing(tmp_path: Path):
         api.wait_healthy()
         tokens = [api.register()[0] for _ in range(10)]
         waiting = {token: held.start(token, 100) for token in tokens}  # on all their matches: none yet
-        wait_until(lambda: waits_open(api) == 1_000, "1,000 waiters", 60)
+        wait_for_waits(api, 1_000)
 
         server.process.kill()  # as a crash would
         server.process.wait()
