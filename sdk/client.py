@@ -13,7 +13,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 import websockets
@@ -72,6 +72,17 @@ class BadAnswer(ArenaUnavailable):
 
 class WebSocketsUnavailable(ArenaUnavailable):
     """The server (or a proxy in the way) does not speak graphql-transport-ws: long-poll instead."""
+
+
+class Moved(NamedTuple):
+    """What a move answers: the match's version and status just after it."""
+
+    version: int
+    status: str
+
+    @property
+    def is_over(self) -> bool:
+        return self.status in ("FINISHED", "ABORTED")
 
 
 class Match:
@@ -264,12 +275,18 @@ class ArenaClient:
         data = await self.graphql(f"query($id: ID!) {{ match(id: $id) {{ {MATCH_FIELDS} }} }}", {"id": match_id})
         return None if data.get("match") is None else _match(data["match"])
 
-    async def submit_move(self, match_id: str, move: Move, expected_version: int | None = None) -> Match:
+    async def submit_move(self, match_id: str, move: Move, expected_version: int | None = None) -> Moved:
+        """The move made: the match's version and status just after it. A bot's next view comes
+        with its next turn; asking for the whole view back would cost the server as much again."""
         data = await self.graphql(
-            f"mutation($id: ID!, $move: MoveInput!, $v: Int) {{ submitMove(matchId: $id, move: $move, expectedVersion: $v) {{ {MATCH_FIELDS} }} }}",
+            "mutation($id: ID!, $move: MoveInput!, $v: Int) { submitMove(matchId: $id, move: $move, expectedVersion: $v) "
+            "{ version status } }",
             {"id": match_id, "move": move.to_dict(), "v": expected_version},
         )
-        return _match(data.get("submitMove"))
+        moved = data.get("submitMove")
+        if not isinstance(moved, dict):
+            raise ArenaError("INTERNAL_ERROR", f"the server answered a move with {moved!r}")
+        return Moved(int(moved["version"]), str(moved["status"]))
 
     async def await_turn(self, match_id: str | None = None, timeout_ms: int | None = None) -> Match | None:
         data = await self.graphql(

@@ -308,8 +308,10 @@ class BotRunner:
             self.moves_sent += 1
             if after.is_over:
                 self._decided.pop(match.id, None)
-                self._log_result(after)
-            return after
+                final = await self._fetch(match.id, give_up)
+                if final is not None:
+                    self._log_result(final)
+            return None
 
     async def _fetch(self, match_id: str, give_up: float) -> Match | None:
         """The match now, through lost connections until ``give_up``."""
