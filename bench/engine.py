@@ -2,7 +2,7 @@
 
 Two paths through the same rules code:
 
-- ``playout``: ``MatchState.playout(rng)``, the RANDOM policy for every seat, as Monte
+- ``playout``: ``wizard.playout.playout(state, rng)``, the RANDOM policy for every seat, as Monte
   Carlo search uses it (the headline figure, ``games_per_second``);
 - ``step``: ``legal_actions`` + ``apply_action`` per move with every check, as the
   service applies moves from outside (``step_games_per_second``).
@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from wizard import MatchConfig, new_match
+from wizard.playout import playout
 
 
 def _run(config: MatchConfig, seconds: float, step: bool, seed: int) -> tuple[int, int, float]:
@@ -36,7 +37,7 @@ def _run(config: MatchConfig, seconds: float, step: bool, seed: int) -> tuple[in
                 actions = state.legal_actions(seat)
                 state.apply_action(seat, actions[int(rand() * len(actions))])
         else:
-            state.playout(rng)
+            playout(state, rng)
         games += 1
         moves += state.moves_made
     return games, moves, time.perf_counter() - start

@@ -9,7 +9,8 @@ through it.
 >>> view.phase.value, len(view.hand), view.legal_moves[:2]
 ('BID', 1, (Move(bid=0), Move(bid=1)))
 >>> state.apply(view.my_seat, Move(bid=1))
->>> state.playout(random.Random(1)).winners  # the rest of the match, all seats random
+>>> from wizard.playout import playout
+>>> playout(state, random.Random(1)).winners  # the rest of the match, all seats random
 (3,)
 """
 
@@ -26,11 +27,11 @@ from wizard.errors import (
     WizardError,
 )
 from wizard.moves import Move
-from wizard.record import MatchRecord, state_from_bytes, state_to_bytes
-from wizard.rules import BidReveal, MatchConfig, Ruleset, Scoring, Variant
+from wizard.record import MatchRecord, record_of, state_from_bytes, state_to_bytes
+from wizard.rules import BidReveal, MatchConfig, Phase, Ruleset, Scoring, Variant
 from wizard.sampling import sample_state
 from wizard.shuffle import seed_hash
-from wizard.state import MatchState, Outcome, Phase, new_match
+from wizard.state import MatchState, Outcome, new_match
 from wizard.views import MatchView, Play, RoundResult, SeatResult, SeatView, Trick
 
 __all__ = [
@@ -39,5 +40,5 @@ __all__ = [
     "MatchState", "MatchView", "Move", "NotYourTurnError", "Outcome", "Phase", "Play",
     "RandomBot", "RecordError", "RoundResult", "Ruleset", "Scoring", "SeatResult", "SeatView",
     "Suit", "Trick", "Variant", "WizardError", "card_code", "fallback_move", "new_match",
-    "sample_state", "seed_hash", "state_from_bytes", "state_to_bytes",
+    "record_of", "sample_state", "seed_hash", "state_from_bytes", "state_to_bytes",
 ]

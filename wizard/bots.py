@@ -25,8 +25,8 @@ from random import Random
 
 from wizard.cards import CODE_MASK, SUIT_LETTERS
 from wizard.moves import Move
-from wizard.state import MatchState, Phase, new_match
-from wizard.rules import MatchConfig
+from wizard.rules import MatchConfig, Phase
+from wizard.state import MatchState, new_match
 from wizard.tricks import takes_trick, takes_trick_single_suit
 from wizard.views import MatchView
 
@@ -122,7 +122,7 @@ class HeuristicBot(HouseBot):
         size = max(view.hand_size, 1)
         top = 13 if view.ruleset.value == "WIZARD" else 8
         if _is_single_suit(view):
-            return (_rank(code) / 14) ** (others * 1.6)
+            return float((_rank(code) / 14) ** (others * 1.6))
         if code == "W":
             return 0.95
         if code == "J":
@@ -131,7 +131,7 @@ class HeuristicBot(HouseBot):
         trump = view.trump_suit.letter if view.trump_suit is not None else None
         if _suit(code) == trump:
             trumps_held = sum(1 for c in hand if _suit(c) == trump)
-            base = 0.1 + 0.9 * ((rank - 1) / (top - 1)) ** 1.4
+            base = 0.1 + 0.9 * float(((rank - 1) / (top - 1)) ** 1.4)
             length_bonus = 0.12 * max(0, trumps_held - 2)
             return min(1.0, base + length_bonus)
         # a plain card wins only as the best of its suit with nobody trumping in

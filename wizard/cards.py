@@ -85,6 +85,14 @@ del _c, _code
 SAME_CODE_MASK: tuple[int, ...] = tuple(CODE_MASK[CODES[c]] for c in range(CARD_IDS))
 
 
+def lowest_copy(hand: int, card: int) -> int:
+    """The copy of ``card`` the seat plays: Wizards and Jesters are told apart only inside
+    the engine, so it always plays the lowest-numbered copy it holds, which makes a card
+    code name one exact card and a record of codes replay to identical state."""
+    same = hand & SAME_CODE_MASK[card]
+    return (same & -same).bit_length() - 1
+
+
 def cards_of(mask: int) -> Iterator[int]:
     """The card ids in a mask, lowest first."""
     while mask:

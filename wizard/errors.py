@@ -6,6 +6,10 @@ The service maps these, in one place, to the API's error codes.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # (for the type only: wizard.moves raises these errors)
+    from wizard.moves import Move
 
 
 class WizardError(ValueError):
@@ -35,8 +39,8 @@ class MatchFinishedError(NotYourTurnError):
 class IllegalMoveError(WizardError):
     """A well-formed move that the rules forbid now; ``legal`` lists what would be allowed."""
 
-    def __init__(self, message: str, legal: Sequence[object] = ()):
-        self.legal = tuple(legal)
+    def __init__(self, message: str, legal: Sequence[Move] = ()):
+        self.legal: tuple[Move, ...] = tuple(legal)
         shown = ", ".join(str(m) for m in self.legal)
         super().__init__(f"{message}; legal moves: {shown}" if shown else message)
 

@@ -5,15 +5,32 @@
   bytes are ``WZS`` and the version.  Version 2 added the salt after the seed; version 1
   (no salt) is still read.
 - :class:`MatchRecord`: config, seed (and salt) and every move in order; :meth:`MatchRecord.replay`
-  re-runs it through the engine and checks it ends as recorded.  ``state.record()`` gives
+  re-runs it through the engine and checks it ends as recorded.  :func:`record_of` gives
   it once the match is finished, with every seat's hand of every round.
+
+The byte format is frozen: live matches are stored in it, so the bytes of a state never
+change within a version.  Rulesets, variants and phases are stored by the fixed codes of
+:data:`RULESET_CODES`, :data:`VARIANT_BITS` and :data:`PHASE_CODES` (never by their order
+in the enums: a new variant declared anywhere changes no stored byte), and
+tests/engine/test_record_format.py holds known bytes of every ruleset and variant, which
+today's encoder must write and today's decoder must read.
+
+A new format (version N+1): write it in :func:`state_to_bytes` and set
+:data:`STATE_FORMAT` to N+1; keep reading N, with the decoder choosing the layout by the
+version byte (:func:`_head_end` and :func:`_config_of_head` take the version, as version 1,
+which has no salt, shows; a change in the body after the header gets its own branch on
+the version in :func:`_state_from_bytes`); add N+1 to :data:`STATE_FORMATS_READ`; and in
+test_record_format.py keep the version N bytes (they must still read, to the same state)
+and add version N+1 bytes for every ruleset and variant.  Drop N from
+:data:`STATE_FORMATS_READ` only once no stored match can still be in it.
 
 >>> from wizard.state import new_match
 >>> from wizard.rules import MatchConfig
 >>> import random
 >>> state = new_match(MatchConfig.create("WIZARD", 4), seed="doc")
->>> _ = state.playout(random.Random(7))
->>> record = state.record()
+>>> from wizard.playout import playout
+>>> _ = playout(state, random.Random(7))
+>>> record = record_of(state)
 >>> record.replay().scores == state.scores
 True
 >>> state_from_bytes(state_to_bytes(state)).scores == state.scores
@@ -23,18 +40,17 @@ True
 from __future__ import annotations
 
 import struct
-from functools import lru_cache
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from wizard.cards import CARD_IDS, CODES, codes_of, parse_cards
 from wizard.errors import RecordError, WizardError
 from wizard.moves import Move, move_of_action
-from wizard.rules import MatchConfig, Ruleset, Variant
+from wizard.rules import MatchConfig, Phase, Ruleset, Variant
 from wizard.shuffle import ALGORITHM_VERSION, salt_problem, seed_hash
-from wizard.state import NO_SEAT, MatchState, Phase, new_match
-from wizard.tricks import trick_table
+from wizard.state import NO_SEAT, MatchState, StateFields, fields_of, new_match, state_of_fields
 
 STATE_FORMAT = 2
 #: the state formats :func:`state_from_bytes` reads (1: before salts)
@@ -43,9 +59,24 @@ RECORD_FORMAT = 2
 #: the record formats :meth:`MatchRecord.from_dict` reads (1: before salts)
 RECORD_FORMATS_READ = (1, 2)
 _MAGIC = b"WZS"
-_RULESETS = list(Ruleset)
-_VARIANTS = list(Variant)
-_PHASES = list(Phase)
+#: The stored code of each ruleset, variant (one bit each) and phase: fixed for good.  A
+#: new member gets a new code; a code is never reused or renumbered.
+RULESET_CODES: dict[Ruleset, int] = {
+    Ruleset.WIZARD: 0,
+    Ruleset.WIZARD_JUNIOR: 1,
+    Ruleset.WIZARD_JUNIOR_CLASSIC: 2,
+}
+VARIANT_BITS: dict[Variant, int] = {
+    Variant.PLUS_MINUS_ONE: 1 << 0,
+    Variant.HIDDEN_BIDS: 1 << 1,
+    Variant.SECRET_BIDS: 1 << 2,
+    Variant.CLAIRVOYANCE: 1 << 3,
+    Variant.SINGLE_SUIT: 1 << 4,
+}
+PHASE_CODES: dict[Phase, int] = {Phase.CHOOSE_TRUMP: 0, Phase.BID: 1, Phase.PLAY: 2, Phase.FINISHED: 3}
+_RULESET_OF_CODE = {code: ruleset for ruleset, code in RULESET_CODES.items()}
+_PHASE_OF_CODE = {code: phase for phase, code in PHASE_CODES.items()}
+_ALL_VARIANT_BITS = sum(VARIANT_BITS.values())
 _NONE = 255
 
 
@@ -71,7 +102,7 @@ class _Reader:
         return out
 
     def byte(self) -> int:
-        return self.take("<B")[0]
+        return int(self.take("<B")[0])
 
     def bytes_(self, count: int) -> bytes:
         if self.pos + count > len(self.data):
@@ -97,8 +128,8 @@ def _head_bytes(cfg: MatchConfig, seed: str, salt: str | None) -> bytes:
     if cached is not None and cached[0] == (seed, salt):
         return cached[1]  # type: ignore[no-any-return]
     out = bytearray()
-    variant_bits = sum(1 << _VARIANTS.index(v) for v in cfg.variants)
-    out += bytes([_RULESETS.index(cfg.ruleset), cfg.players, variant_bits, _opt(cfg.first_dealer)])
+    variant_bits = sum(VARIANT_BITS[v] for v in cfg.variants)
+    out += bytes([RULESET_CODES[cfg.ruleset], cfg.players, variant_bits, _opt(cfg.first_dealer)])
     _text(out, seed)
     _text(out, salt or "")  # (a salt is never empty: empty is none)
     deals = cfg.deals
@@ -126,12 +157,12 @@ def _config_of_head(head: bytes, version: int) -> tuple[MatchConfig, str, str | 
     deals = None
     if deal_count != _NONE:
         deals = tuple(tuple(CODES[c] for c in r.bytes_(r.byte())) for _ in range(deal_count))
-    if r.pos != len(head):
+    if r.pos != len(head) or ruleset not in _RULESET_OF_CODE or variant_bits & ~_ALL_VARIANT_BITS:
         raise RecordError("serialised state has a malformed header")
     config = MatchConfig(
-        _RULESETS[ruleset],
+        _RULESET_OF_CODE[ruleset],
         n,
-        frozenset(v for i, v in enumerate(_VARIANTS) if variant_bits >> i & 1),
+        frozenset(v for v, bit in VARIANT_BITS.items() if variant_bits & bit),
         _unopt(first),
         deals,
     )
@@ -143,9 +174,9 @@ def _config_of_head(head: bytes, version: int) -> tuple[MatchConfig, str, str | 
 def _head_end(data: bytes, version: int) -> int:
     """Where the header that starts at byte 4 ends."""
     pos = 8
-    pos += 2 + struct.unpack_from("<H", data, pos)[0]  # the seed
+    pos += 2 + int.from_bytes(data[pos : pos + 2], "little")  # the seed
     if version >= 2:
-        pos += 2 + struct.unpack_from("<H", data, pos)[0]  # the salt
+        pos += 2 + int.from_bytes(data[pos : pos + 2], "little")  # the salt
     deal_count = data[pos]
     pos += 1
     if deal_count != _NONE:
@@ -155,47 +186,47 @@ def _head_end(data: bytes, version: int) -> int:
 
 
 def state_to_bytes(state: MatchState) -> bytes:
+    """The state, exactly, in the current format (:data:`STATE_FORMAT`)."""
     # The service writes this with every move: built from a few lists of small ints, each
     # made into bytes once, rather than from a byte array grown piece by piece.
-    n = state._n
+    f = fields_of(state)
+    n = state.players
     small = [
-        state._round, state._dealer, state._first_dealer, _PHASE_INDEX[state._phase],
-        _opt(state._to_act), _opt(state._trump_card), _opt(state._trump_suit),
-        _opt(state._leader), state._lead, state._win_pos,
+        f.round, f.dealer, f.first_dealer, PHASE_CODES[f.phase], _opt(f.to_act), _opt(f.trump_card),
+        _opt(f.trump_suit), _opt(f.leader), f.lead, f.win_pos,
     ]
-    seats = [_opt(b) for b in state._bids]
-    seats += state._tricks
-    trick = state._trick
-    done = state._done
-    tail = [len(trick), *trick, len(done)]
-    for leader, cards, winner in done:
+    seats = [_opt(b) for b in f.bids]
+    seats += f.tricks
+    trick = f.trick
+    tail = [len(trick), *trick, len(f.done)]
+    for leader, cards, winner in f.done:
         tail += (leader, winner, *cards)
-    last = state._last_trick
+    last = f.last_trick
     if last is None:
         tail.append(0)
     else:
         tail += (1, last[0], last[2], *last[1])
-    results = state._results
+    results = f.results
     tail.append(len(results))
     for bids, tricks in results:
         tail += bids
         tail += tricks
-    log = state._log
+    log = f.log
     return b"".join((
         _MAGIC, _FORMAT_BYTE, _head_bytes(state.config, state.seed, state.salt), bytes(small),
-        _HANDS[n].pack(*state._hands), bytes(seats), _SCORES[n].pack(*state._scores), bytes(tail),
+        _HANDS[n].pack(*f.hands), bytes(seats), _SCORES[n].pack(*f.scores), bytes(tail),
         struct.pack(f"<H{len(log)}H", len(log), *log),
     ))
 
 
-_PHASE_INDEX = {phase: index for index, phase in enumerate(_PHASES)}
 _FORMAT_BYTE = bytes([STATE_FORMAT])
 _HANDS = [struct.Struct(f"<{n}Q") for n in range(7)]
 _SCORES = [struct.Struct(f"<{n}i") for n in range(7)]
 
 
 def state_from_bytes(data: bytes) -> MatchState:
-    """The state :func:`state_to_bytes` wrote; :class:`RecordError` if it cannot be read."""
+    """The state :func:`state_to_bytes` wrote, in any format this engine reads
+    (:data:`STATE_FORMATS_READ`); :class:`RecordError` if it cannot be read."""
     try:
         return _state_from_bytes(data)
     except WizardError as e:
@@ -217,59 +248,52 @@ def _state_from_bytes(data: bytes) -> MatchState:
     n = config.players
     r = _Reader(data)
     r.pos = end
-    s = MatchState.__new__(MatchState)
-    s.config = config
-    s.seed = seed
-    s.salt = salt
-    s._n = n
-    (s._round, s._dealer, s._first_dealer, phase, to_act, trump_card, trump_suit, leader,
-     s._lead, s._win_pos) = r.take("<10B")
-    s._phase = _PHASES[phase]
-    s._to_act = NO_SEAT if to_act == _NONE else to_act
-    s._trump_card = _unopt(trump_card)
-    s._trump_suit = _unopt(trump_suit)
-    s._leader = NO_SEAT if leader == _NONE else leader
-    s._hands = list(r.take(f"<{n}Q"))
-    s._bids = [_unopt(b) for b in r.bytes_(n)]
-    s._tricks = list(r.bytes_(n))
-    s._scores = list(r.take(f"<{n}i"))
-    s._trick = list(r.bytes_(r.byte()))
-    s._done = []
+    (round_, dealer, first_dealer, phase, to_act, trump_card, trump_suit, leader, lead, win_pos) = r.take("<10B")
+    hands = list(r.take(f"<{n}Q"))
+    bids = [_unopt(b) for b in r.bytes_(n)]
+    tricks = list(r.bytes_(n))
+    scores = list(r.take(f"<{n}i"))
+    trick = list(r.bytes_(r.byte()))
+    done = []
     for _ in range(r.byte()):
-        leader_, winner = r.take("<2B")
-        s._done.append((leader_, tuple(r.bytes_(n)), winner))
-    s._last_trick = None
+        done_leader, done_winner = r.take("<2B")
+        done.append((done_leader, tuple(r.bytes_(n)), done_winner))
+    last_trick = None
     if r.byte():
-        leader_, winner = r.take("<2B")
-        s._last_trick = (leader_, tuple(r.bytes_(n)), winner)
-    s._results = [(tuple(r.bytes_(n)), tuple(r.bytes_(n))) for _ in range(r.byte())]
+        last_leader, last_winner = r.take("<2B")
+        last_trick = (last_leader, tuple(r.bytes_(n)), last_winner)
+    results = [(tuple(r.bytes_(n)), tuple(r.bytes_(n))) for _ in range(r.byte())]
     (count,) = r.take("<H")
-    s._log = list(r.take(f"<{count}H"))
+    log = list(r.take(f"<{count}H"))
     if r.pos != len(data):
         raise RecordError("serialised state has trailing bytes")
-    _check_cards(s)
-    s._single = config.single_suit
-    s._size = config.hand_size(s._round)
-    s._beats = trick_table(s._trump_suit, s._single)
-    return s
+    if phase not in _PHASE_OF_CODE:
+        raise RecordError("serialised state names a phase that does not exist")
+    fields = StateFields(
+        round_, dealer, first_dealer, _PHASE_OF_CODE[phase], NO_SEAT if to_act == _NONE else to_act,
+        _unopt(trump_card), _unopt(trump_suit), NO_SEAT if leader == _NONE else leader, lead, win_pos,
+        hands, bids, tricks, scores, trick, done, last_trick, results, log,
+    )
+    _check_cards(config, fields)
+    return state_of_fields(config, seed, salt, fields)
 
 
-def _check_cards(s: MatchState) -> None:
+def _check_cards(config: MatchConfig, f: StateFields) -> None:
     """Card ids and seats in range, so a corrupt state is refused here, not later."""
-    deck = s.config.deck.mask
-    cards = [*s._trick, *(c for t in s._done for c in t[1])]
-    if s._last_trick is not None:
-        cards += s._last_trick[1]
-    if s._trump_card is not None:
-        cards.append(s._trump_card)
-    if any(not 0 <= c < CARD_IDS or not (deck >> c) & 1 for c in cards) or any(h & ~deck for h in s._hands):
+    deck = config.deck.mask
+    cards = [*f.trick, *(c for t in f.done for c in t[1])]
+    if f.last_trick is not None:
+        cards += f.last_trick[1]
+    if f.trump_card is not None:
+        cards.append(f.trump_card)
+    if any(not 0 <= c < CARD_IDS or not (deck >> c) & 1 for c in cards) or any(h & ~deck for h in f.hands):
         raise RecordError("serialised state holds a card that is not in this match's deck")
-    seats = [s._dealer, s._first_dealer, *(t[0] for t in s._done), *(t[2] for t in s._done)]
-    if s._to_act != NO_SEAT:
-        seats.append(s._to_act)
-    if any(not 0 <= x < s._n for x in seats) or not 1 <= s._round <= s.config.rounds:
+    seats = [f.dealer, f.first_dealer, *(t[0] for t in f.done), *(t[2] for t in f.done)]
+    if f.to_act != NO_SEAT:
+        seats.append(f.to_act)
+    if any(not 0 <= x < config.players for x in seats) or not 1 <= f.round <= config.rounds:
         raise RecordError("serialised state names a seat or round that this match does not have")
-    if s._trump_suit is not None and not 0 <= s._trump_suit < 4:
+    if f.trump_suit is not None and not 0 <= f.trump_suit < 4:
         raise RecordError("serialised state names a trump suit that does not exist")
 
 
@@ -303,8 +327,7 @@ class MatchRecord:
     def replay(self) -> MatchState:
         """Re-run the record; raises :class:`RecordError` if a move does not apply, or, for
         a record with final scores, if the match does not end there with those scores."""
-        for state in _replayed(self):
-            pass
+        *_, state = _replayed(self)  # (the one state, after the last move)
         if self.scores is not None:
             if not state.is_finished:
                 raise RecordError(
@@ -415,20 +438,21 @@ def _replayed(record: MatchRecord) -> Iterator[MatchState]:
 def _dealt_rounds(record: MatchRecord) -> Iterator[DealtRound]:
     dealt = 0
     for state in _replayed(record):
-        if state._round != dealt and not state.is_finished:
-            dealt = state._round
+        if state.round != dealt and not state.is_finished:
+            dealt = state.round
+            fields = fields_of(state)
             yield DealtRound(
-                state._round,
-                state._dealer,
-                tuple(codes_of(h) for h in state._hands),
-                None if state._trump_card is None else CODES[state._trump_card],
+                state.round,
+                state.dealer,
+                tuple(codes_of(h) for h in fields.hands),
+                None if fields.trump_card is None else CODES[fields.trump_card],
             )
 
 
 def record_of(state: MatchState) -> MatchRecord:
-    """The finished match's record (see :meth:`MatchState.record`)."""
+    """The finished match's record: config, seed (and salt), every move (and so every hand)."""
     if not state.is_finished:
         raise RecordError("the full record (hands and seed) is available only once the match is finished")
-    moves = tuple((entry >> 8, move_of_action(entry & 0xFF)) for entry in state._log)
-    return MatchRecord(state.config, state.seed, moves, tuple(state._scores), state.salt)
+    moves = tuple((entry >> 8, move_of_action(entry & 0xFF)) for entry in fields_of(state).log)
+    return MatchRecord(state.config, state.seed, moves, state.scores, state.salt)
 

@@ -1,5 +1,6 @@
 """The rules as configuration: rulesets, variants, round counts, scoring, and what a
-match's variants change.  A :class:`MatchConfig` is immutable and validated on creation;
+match's variants change; and the rules of bidding and scoring a round, once, for both the
+checked step (:mod:`wizard.state`) and the fast playout (:mod:`wizard.playout`).  A :class:`MatchConfig` is immutable and validated on creation;
 a configuration RULES.md rules out raises :class:`ConfigError` naming the conflict.
 
 >>> cfg = MatchConfig(Ruleset.WIZARD, 4)
@@ -13,10 +14,11 @@ wizard.errors.ConfigError: variants HIDDEN_BIDS and SECRET_BIDS cannot be combin
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
+from typing import TypeVar
 
 from wizard.cards import JUNIOR_DECK, WIZARD_DECK, Deck
 from wizard.errors import ConfigError
@@ -36,6 +38,16 @@ class Variant(str, Enum):
     SINGLE_SUIT = "SINGLE_SUIT"
 
 
+class Phase(str, Enum):
+    """What a match waits for: the dealer to name trump (a Wizard was turned up), bids,
+    cards, or nothing more."""
+
+    CHOOSE_TRUMP = "CHOOSE_TRUMP"
+    BID = "BID"
+    PLAY = "PLAY"
+    FINISHED = "FINISHED"
+
+
 class Scoring(Enum):
     #: exact bid: 20 + 10 per trick; otherwise -10 per trick off.
     STANDARD = "STANDARD"
@@ -51,11 +63,42 @@ class Scoring(Enum):
 
 
 MAX_TRICKS = 20
+#: ``table[bid][tricks]``: the points of a seat for one round
+PointsTable = tuple[tuple[int, ...], ...]
 #: ``POINTS[scoring][bid][tricks]``: :meth:`Scoring.points` precomputed for the engine.
-POINTS: dict[Scoring, tuple[tuple[int, ...], ...]] = {
+POINTS: dict[Scoring, PointsTable] = {
     scoring: tuple(tuple(scoring.points(b, t) for t in range(MAX_TRICKS + 1)) for b in range(MAX_TRICKS + 1))
     for scoring in Scoring
 }
+
+
+def legal_bids(size: int, bids: Sequence[int | None], is_dealer: bool, plus_minus_one: bool) -> list[int]:
+    """The bids a seat may make in a round of ``size`` tricks, ``bids`` holding the bids made
+    so far (None: not made): any number of tricks from 0 to ``size``, except that under
+    PLUS_MINUS_ONE the dealer, who bids last, may not bring the total to ``size``.
+
+    >>> legal_bids(3, [1, None, 1, None], is_dealer=True, plus_minus_one=True)
+    [0, 2, 3]
+    """
+    legal = list(range(size + 1))
+    if plus_minus_one and is_dealer:
+        forbidden = size - sum(b for b in bids if b is not None)
+        if 0 <= forbidden <= size:
+            legal.remove(forbidden)
+    return legal
+
+
+def score_round(points: PointsTable, bids: Sequence[int], tricks: Sequence[int], scores: list[int]) -> None:
+    """Add each seat's points for a round (its bid, the tricks it took) to ``scores``, from
+    the match's table of points (:attr:`MatchConfig.points`).
+
+    >>> scores = [0, 0, 0]
+    >>> score_round(POINTS[Scoring.STANDARD], bids=[1, 0, 2], tricks=[1, 1, 1], scores=scores)
+    >>> scores
+    [30, -10, -10]
+    """
+    for seat, bid in enumerate(bids):
+        scores[seat] += points[bid][tricks[seat]]
 
 
 class BidReveal(Enum):
@@ -80,16 +123,17 @@ RULESETS: dict[Ruleset, RulesetInfo] = {
         JUNIOR_DECK, {3: 12, 4: 9, 5: 7, 6: 6}, Scoring.STANDARD
     ),
 }
+_E = TypeVar("_E", bound=Enum)
 SINGLE_SUIT_ROUNDS = 12
 SINGLE_SUIT_EXTRA_CARDS = 3  # round r draws r + 3 cards: 4 to 15
 PILE_SIZE = 15  # one suit of 13 plus one Wizard and one Jester
 
 
-def _as_enum(enum: type[Enum], value: object, what: str) -> Enum:
+def _as_enum(enum: type[_E], value: object, what: str) -> _E:
     try:
         return enum(value)
     except ValueError:
-        names = ", ".join(m.value for m in enum)  # type: ignore[attr-defined]
+        names = ", ".join(str(m.value) for m in enum)
         raise ConfigError(f"unknown {what} {value!r}: use one of {names}") from None
 
 
@@ -189,6 +233,11 @@ class MatchConfig:
     @cached_property
     def scoring(self) -> Scoring:
         return self.info.scoring
+
+    @cached_property
+    def points(self) -> PointsTable:
+        """``points[bid][tricks]``: :meth:`Scoring.points` of this match, as a table."""
+        return POINTS[self.scoring]
 
     def hand_size(self, round_number: int) -> int:
         """Cards each seat holds at the start of a round, which is also its number of tricks."""

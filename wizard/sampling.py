@@ -14,7 +14,8 @@ model of determinized Monte Carlo search.
 >>> world = sample_state(view, random.Random(1))
 >>> world.view(0) == dataclasses.replace(view, seed_hash=world.seed_hash)
 True
->>> world.playout(random.Random(2)).scores != ()   # play it on to the end of the match
+>>> from wizard.playout import playout
+>>> playout(world, random.Random(2)).scores != ()   # play it on to the end of the match
 True
 """
 
@@ -28,8 +29,8 @@ from wizard.bots import HeuristicBot
 from wizard.cards import CODE_MASK, JESTER_MASK, SUIT_LETTERS, SUIT_MASK, WIZARD_MASK, cards_of, mask_of
 from wizard.errors import MatchFinishedError
 from wizard.moves import Move
-from wizard.rules import MatchConfig, Ruleset, Variant
-from wizard.state import MatchState, Phase, single_suit_pile, undealt_match
+from wizard.rules import MatchConfig, Phase, Ruleset, Variant
+from wizard.state import MatchState, deal_round, fields_of, single_suit_pile, state_of_fields, undealt_match
 from wizard.views import MatchView, Play, Trick
 
 #: Stands in the sampled state's move log for each move of an earlier round: the viewer
@@ -65,22 +66,25 @@ def sample_state(view: MatchView, rng: Random) -> MatchState:
     n = view.players
     first_dealer = (view.dealer - view.round + 1) % n
     config = _config(view.ruleset, n, frozenset(view.variants), first_dealer)
-    state = undealt_match(config, f"sample-{rng.getrandbits(64):016x}", first_dealer)
-    state._scores = [s.score for s in view.seats]
-    state._results = [
-        (tuple(x.bid for x in r.seats), tuple(x.tricks for x in r.seats)) for r in view.round_results
-    ]
-    if view.last_trick is not None:  # the last trick of the round before, until one is done
-        state._last_trick = _trick_ids(view.last_trick, config)
-        state._leader = view.last_trick.winner
+    state = undealt_match(
+        config,
+        f"sample-{rng.getrandbits(64):016x}",
+        first_dealer,
+        scores=[s.score for s in view.seats],
+        results=[(tuple(x.bid for x in r.seats), tuple(x.tricks for x in r.seats)) for r in view.round_results],
+        # the last trick of the round before, until one is done
+        last_trick=None if view.last_trick is None else _trick_ids(view.last_trick, config),
+    )
     plays = [p for t in view.completed_tricks for p in t.plays] + list(view.current_trick)
     hands, trump = _dealt_hands(view, config, plays, rng)
     start = view.dealer + 1
     order = [hands[(start + k) % n][k // n] for k in range(n * view.hand_size)]
-    state._deal_order(view.round, view.dealer, order if trump is None else [*order, trump])
+    deal_round(state, view.round, view.dealer, order if trump is None else [*order, trump])
     _replay_round(state, view, plays, rng)
-    state._log[:0] = [UNKNOWN_MOVE] * (view.moves_made - len(state._log))
-    return state
+    # the earlier rounds' moves, unknown, go before this round's in the log
+    fields = fields_of(state)
+    earlier = [UNKNOWN_MOVE] * (view.moves_made - len(fields.log))
+    return state_of_fields(config, state.seed, None, fields._replace(log=earlier + fields.log))
 
 
 @lru_cache(maxsize=256)
@@ -185,7 +189,7 @@ def _deal_hidden(
     for _ in range(tries):
         left = pool
         hands: dict[int, int] = {}
-        for (seat, count, allowed), top in zip(banned, tops):
+        for (seat, count, allowed), top in zip(banned, tops, strict=True):
             open_ = left & allowed
             ways = comb(open_.bit_count(), count)
             if not ways or rng.random() * top >= ways:

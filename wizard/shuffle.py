@@ -72,7 +72,7 @@ def fresh_shuffle(prefix: bytes, items: list[int], stop: int) -> tuple[int, ...]
     # (a quick test before the exact one).
     if _FFF in data and max(words[:stop]) >= _MIN_LIMIT[len(items)]:
         return None
-    for i, word, bound in zip(range(stop), words, range(len(items), 0, -1)):
+    for i, word, bound in zip(range(stop), words, range(len(items), 0, -1), strict=False):  # (the first ends it)
         j = i + word % bound
         items[i], items[j] = items[j], items[i]
     return words
@@ -81,7 +81,7 @@ def fresh_shuffle(prefix: bytes, items: list[int], stop: int) -> tuple[int, ...]
 class SeedStream:
     """The stream of 32-bit words of ``stream(seed, label)``, with ``uniform``."""
 
-    __slots__ = ("_prefix", "_counter", "_words", "_pos")
+    __slots__ = ("_counter", "_pos", "_prefix", "_words")
 
     def __init__(self, seed: str, label: str):
         self._prefix = f"{seed}:{label}:".encode()

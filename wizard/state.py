@@ -7,6 +7,15 @@ Moves go in as :class:`~wizard.moves.Move` objects (:meth:`MatchState.apply`) or
 int actions (:meth:`MatchState.apply_action`); both are checked, and a refused move raises
 a typed error and changes nothing.
 
+This is the reference implementation of play: the rules it applies are written once, in
+:mod:`wizard.rules` (legal bids, scoring) and :mod:`wizard.tricks` (following, who takes a
+trick), and it builds the views whose types :mod:`wizard.views` holds.  The modules above
+it import it, never the reverse: :mod:`wizard.playout` (the fast random playout),
+:mod:`wizard.record` (the stored bytes, :func:`~wizard.record.state_to_bytes`, and match
+records) and :mod:`wizard.sampling`.  They reach the state's fields through the small typed
+API at the end of this module (:class:`StateFields`); the playout, which must be fast,
+plays on the typed fields declared on :class:`MatchState` directly.
+
 >>> state = new_match(MatchConfig.create("WIZARD", 3), seed="doc")
 >>> state.phase, state.round, state.awaiting()
 (<Phase.BID: 'BID'>, 1, (1,))
@@ -18,27 +27,21 @@ a typed error and changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from enum import Enum
-from math import floor
-from random import Random
+from typing import NamedTuple, cast
 
 from wizard.cards import (
     BIT,
-    CARD_IDS,
-    SAME_CODE_MASK,
     CODE_MASK,
     CODES,
-    JESTER,
     JESTER_BASE,
     RANKS_PER_SUIT,
-    SPECIAL_MASK,
-    SUIT_MASK,
     SUIT_OF,
     WIZARD,
     WIZARD_BASE,
     Suit,
+    codes_of,
+    lowest_copy,
     parse_cards,
 )
 from wizard.errors import (
@@ -50,52 +53,18 @@ from wizard.errors import (
     NotYourTurnError,
 )
 from wizard.moves import ACTION_BID, ACTION_TRUMP, Move, move_of_action
-from wizard.rules import PILE_SIZE, POINTS, MatchConfig, Scoring
-from wizard.shuffle import SeedStream, fresh_shuffle, round_label, salt_problem, seed_hash
-from wizard.tricks import trick_table
+from wizard.rules import PILE_SIZE, BidReveal, MatchConfig, Phase, legal_bids, score_round
+from wizard.shuffle import SeedStream, round_label, salt_problem, seed_hash
+from wizard.tricks import LEAD_OPEN, lead_after, playable, trick_table
+from wizard.views import MatchView, Play, RoundResult, SeatResult, SeatView, Trick
+
+__all__ = [
+    "MAX_SEED_BYTES", "NO_SEAT", "MatchState", "Outcome", "Phase", "StateFields", "deal_round", "fields_of",
+    "first_dealer", "new_match", "round_deck", "single_suit_pile", "state_of_fields", "undealt_match",
+]
 
 
-class Phase(str, Enum):
-    CHOOSE_TRUMP = "CHOOSE_TRUMP"
-    BID = "BID"
-    PLAY = "PLAY"
-    FINISHED = "FINISHED"
-
-
-#: ``_lead`` while the trick is empty or holds only Jesters: the next card sets the lead.
-#: (0-3 is a lead suit; every sentinel is above 3 so ``lead < 4`` tests for a lead suit.)
-LEAD_OPEN = 6
-#: ``_lead`` after a Wizard led: no lead suit for the rest of the trick.
-LEAD_FREE = WIZARD
 NO_SEAT = -1
-#: ``_FOLLOW_MASK[suit]``: the cards a seat holding that suit may play when it is led.
-_FOLLOW_MASK = tuple(SUIT_MASK[s] | SPECIAL_MASK for s in range(4))
-# Tables of the playout loop (MatchState._playout_round).
-#: ``_LOG_CODES[seat][card]``: the log entry of the seat playing that card
-_LOG_CODES = tuple(tuple(seat << 8 | card for card in range(CARD_IDS)) for seat in range(6))
-#: ``_TRICK_SEATS[n][leader]``: ``(seat, _LOG_CODES[seat])`` in playing order
-_TRICK_SEATS = {
-    n: tuple(tuple(((leader + i) % n, _LOG_CODES[(leader + i) % n]) for i in range(n)) for leader in range(n))
-    for n in range(3, 7)
-}
-#: a trick-table row every card beats: the "winner" of an empty trick
-_TAKES_ALL = (True,) * CARD_IDS
-#: by the card that sets the lead: the suit to follow (0: none), and the cards a seat
-#: holding that suit may play (SINGLE_SUIT never follows: ``_NO_FOLLOW``)
-_FOLLOW_OF = tuple(SUIT_MASK[SUIT_OF[c]] if SUIT_OF[c] < 4 else 0 for c in range(CARD_IDS))
-_LEGAL_OF = tuple(_FOLLOW_MASK[SUIT_OF[c]] if SUIT_OF[c] < 4 else 0 for c in range(CARD_IDS))
-_NO_FOLLOW = (0,) * CARD_IDS
-_STANDARD_POINTS = POINTS[Scoring.STANDARD]
-# Tables of the playout's later rounds (MatchState._playout_rounds).
-#: ``_ROUND_TAIL[r]``: what follows ``f"{seed}:round-"`` in the prefix of round r's stream
-_ROUND_TAIL = tuple(f"{r}:".encode() for r in range(64))
-#: ``_DEAL_SLICES[n][dealer]``: by seat, the positions of its cards among those dealt
-#: (card ``k`` goes to seat ``dealer + 1 + k``)
-_DEAL_SLICES = {n: tuple(tuple(slice((s - dealer - 1) % n, None, n) for s in range(n)) for dealer in range(n)) for n in range(3, 7)}
-#: ``_FOLLOWERS[n][leader]``: ``_TRICK_SEATS[n][leader]`` without the leader
-_FOLLOWERS = {n: tuple(order[1:] for order in _TRICK_SEATS[n]) for n in range(3, 7)}
-#: ``_BID_ORDER[n][dealer]``: the seats that bid before the dealer, in turn
-_BID_ORDER = {n: tuple(tuple((d + 1 + i) % n for i in range(n - 1)) for d in range(n)) for n in range(3, 7)}
 MAX_SEED_BYTES = 256
 
 
@@ -105,14 +74,6 @@ class Outcome:
 
     scores: tuple[int, ...]
     winners: tuple[int, ...]
-
-
-def _lowest_copy(hand: int, card: int) -> int:
-    """The copy of ``card`` the seat plays: Wizards and Jesters are told apart only inside
-    the engine, so it always plays the lowest-numbered copy it holds, which makes a card
-    code name one exact card and a record of codes replay to identical state."""
-    same = hand & SAME_CODE_MASK[card]
-    return (same & -same).bit_length() - 1
 
 
 def single_suit_pile(seat: int) -> tuple[int, ...]:
@@ -127,16 +88,79 @@ class MatchState:
     """A match from its first deal to its end. Build one with :func:`new_match`."""
 
     __slots__ = (
-        "config", "seed", "salt", "_n", "_round", "_dealer", "_first_dealer", "_phase", "_to_act",
-        "_trump_card", "_trump_suit", "_hands", "_bids", "_tricks", "_scores", "_leader",
-        "_trick", "_lead", "_win_pos", "_done", "_last_trick", "_results", "_log",
-        "_single", "_beats", "_size",
+        "_beats",
+        "_bids",
+        "_dealer",
+        "_done",
+        "_first_dealer",
+        "_hands",
+        "_last_trick",
+        "_lead",
+        "_leader",
+        "_log",
+        "_n",
+        "_phase",
+        "_results",
+        "_round",
+        "_scores",
+        "_single",
+        "_size",
+        "_to_act",
+        "_trick",
+        "_tricks",
+        "_trump_card",
+        "_trump_suit",
+        "_win_pos",
+        "config",
+        "salt",
+        "seed",
     )
 
     config: MatchConfig
     seed: str
     #: hides the seed in ``seed_hash`` until the end (None: the hash is of the seed alone)
     salt: str | None
+    # The representation, private to the engine (cards leave only through view()):
+    _n: int  #: players
+    _round: int
+    _dealer: int
+    _first_dealer: int
+    _phase: Phase
+    #: the seat whose move it is; NO_SEAT while bids are simultaneous or the match is over
+    _to_act: int
+    #: card id turned up for trump (None: no card left, or SINGLE_SUIT)
+    _trump_card: int | None
+    #: 0-3, or None for no trump (also while the dealer has yet to name one)
+    _trump_suit: int | None
+    #: by seat, the bit mask of the card ids it holds
+    _hands: list[int]
+    #: by seat, this round's bid (None: not made yet)
+    _bids: list[int | None]
+    #: by seat, the tricks taken this round
+    _tricks: list[int]
+    _scores: list[int]
+    #: the seat that led the current trick (NO_SEAT before the first trick of the match)
+    _leader: int
+    #: the card ids of the current trick, in playing order from ``_leader``
+    _trick: list[int]
+    #: the lead suit 0-3, LEAD_OPEN or LEAD_FREE
+    _lead: int
+    #: the position in ``_trick`` of the card winning it so far
+    _win_pos: int
+    #: this round's finished tricks: (leader, card ids in playing order, winner)
+    _done: list[tuple[int, tuple[int, ...], int]]
+    #: the last finished trick, kept across the end of a round
+    _last_trick: tuple[int, tuple[int, ...], int] | None
+    #: every finished round's (bids, tricks) by seat
+    _results: list[tuple[tuple[int, ...], tuple[int, ...]]]
+    #: every move made by a seat, ``seat << 8 | action``
+    _log: list[int]
+    #: SINGLE_SUIT (nothing is ever followed)
+    _single: bool
+    #: ``_beats[best][card]``: whether ``card`` takes the trick from ``best`` this round
+    _beats: tuple[tuple[bool, ...], ...]
+    #: this round's hand size (= its number of tricks)
+    _size: int
 
     # ----------------------------------------------------------------- public facts
     @property
@@ -204,7 +228,7 @@ class MatchState:
         if phase is Phase.PLAY:
             if seat != self._to_act:
                 return []
-            mask = self._playable(self._hands[seat])
+            mask = playable(self._hands[seat], self._lead)
             out = []
             while mask:
                 low = mask & -mask
@@ -229,25 +253,12 @@ class MatchState:
                     seen.add(move.card)
         return moves
 
-    def _playable(self, hand: int) -> int:
-        lead = self._lead
-        if lead < 4 and hand & SUIT_MASK[lead]:
-            return hand & (SUIT_MASK[lead] | SPECIAL_MASK)
-        return hand
-
     def _legal_bids(self, seat: int) -> list[int]:
+        """The seat's legal bids now (empty once it has bid, or while another is to bid)."""
         bids = self._bids
-        if bids[seat] is not None:
+        if bids[seat] is not None or (self._to_act != NO_SEAT and seat != self._to_act):
             return []
-        if self._to_act != NO_SEAT and seat != self._to_act:
-            return []
-        size = self._size
-        legal = list(range(size + 1))
-        if self.config.plus_minus_one and seat == self._dealer:
-            forbidden = size - sum(b for b in bids if b is not None)
-            if 0 <= forbidden <= size:
-                legal.remove(forbidden)
-        return legal
+        return legal_bids(self._size, bids, seat == self._dealer, self.config.plus_minus_one)
 
     # ----------------------------------------------------------------- applying moves
     def apply(self, seat: int, move: Move) -> None:
@@ -288,10 +299,10 @@ class MatchState:
             if seat == self._to_act and 0 <= action < ACTION_TRUMP:
                 bit = BIT[action]
                 hand = self._hands[seat]
-                if bit & hand and bit & self._playable(hand):
-                    action = _lowest_copy(hand, action)
+                if bit & playable(hand, self._lead):
+                    action = lowest_copy(hand, action)
                     self._log.append(seat << 8 | action)
-                    self._run_tricks(action, None)
+                    self._play_card(action)
                     return
         elif phase is Phase.BID:
             if ACTION_BID <= action and action - ACTION_BID in self._legal_bids(seat):
@@ -305,358 +316,6 @@ class MatchState:
                 return
         self._check_seat(seat)
         self._refuse(seat, f"{move_of_action(action) if 0 <= action < 256 else action} is not legal now")
-
-    def playout(self, rng: Random) -> Outcome:
-        """Play the match to its end with every seat on the RANDOM policy (uniform over the
-        legal actions), and return the outcome: the rollout of Monte Carlo search.
-
-        It runs the same transitions as :meth:`apply_action`, without the checks a move
-        from outside needs; copy the state first to keep it.
-        """
-        random = rng.random
-        while True:
-            phase = self._phase
-            if phase is Phase.PLAY:
-                self._playout_round(random)
-            elif phase is Phase.BID:
-                self._playout_bids(random)
-            elif phase is Phase.CHOOSE_TRUMP:
-                suit = floor(random() * 4)
-                self._log.append(self._dealer << 8 | (ACTION_TRUMP + suit))
-                self._set_trump(suit)
-            else:
-                assert self.outcome is not None
-                return self.outcome
-
-    def _playout_bids(self, random: Callable[[], float]) -> None:
-        """The rest of the bids with every seat RANDOM, then the play: what :meth:`_bid`
-        does bid by bid, with one draw per bid. A draw picks ``floor(u * count)`` from the
-        legal bids (the same as ``int``, and a faster call); every bid from 0 to the hand
-        size is legal but the dealer's under PLUS_MINUS_ONE, so only that one needs the list."""
-        bids = self._bids
-        append = self._log.append
-        choices = self._size + 1
-        seat = self._to_act
-        if seat != NO_SEAT:  # in turn, the dealer last
-            dealer = self._dealer
-            n = self._n
-            while seat != dealer:
-                bid = floor(random() * choices)
-                append(seat << 8 | (ACTION_BID + bid))
-                bids[seat] = bid
-                seat += 1
-                if seat == n:
-                    seat = 0
-            self._to_act = seat
-            if self.config.plus_minus_one:
-                legal = self._legal_bids(seat)
-                bid = legal[floor(random() * len(legal))]
-            else:
-                bid = floor(random() * choices)
-            append(seat << 8 | (ACTION_BID + bid))
-            bids[seat] = bid
-        else:  # all at once: in seat order
-            while None in bids:
-                seat = bids.index(None)
-                if seat == self._dealer and self.config.plus_minus_one:
-                    legal = self._legal_bids(seat)
-                    bid = legal[floor(random() * len(legal))]
-                else:
-                    bid = floor(random() * choices)
-                append(seat << 8 | (ACTION_BID + bid))
-                bids[seat] = bid
-        self._start_play()
-
-    def _playout_round(self, random: Callable[[], float]) -> None:
-        """The rest of the round's tricks with every seat RANDOM: the playout's hot loop.
-
-        It makes the same moves, from the same draws of ``random``, as :meth:`_run_tricks`
-        card by card (one draw per card: the ``k``-th legal card, lowest id first), and
-        leaves the same state; it is only arranged for speed:
-
-        - a trick is its seats in order (``_TRICK_SEATS``) and the row of the trick table
-          of the card winning it so far; before the lead that row is ``_TAKES_ALL``, so the
-          lead "takes" the empty trick and sets the suit to follow like any winning card;
-        - ``k = int(u * count)`` is counted down in floats, which is exact: ``x - 1.0`` is
-          exact for ``1 <= x < 2**52``, so the loop runs ``floor(x)`` times;
-        - cards are not collected per trick: a finished trick is only kept (``_done``) in
-          the match's last round, since dealing the next round drops it, and its cards are
-          then read back from the log.
-        """
-        n = self._n
-        hands = self._hands
-        beats = self._beats
-        log = self._log
-        append = log.append
-        tricks = self._tricks
-        same_code = SAME_CODE_MASK
-        if self._single:  # nothing is ever followed
-            follow_of = _NO_FOLLOW
-            legal_of = _NO_FOLLOW
-        else:
-            follow_of = _FOLLOW_OF
-            legal_of = _LEGAL_OF
-        seats = _TRICK_SEATS[n]
-        keep = self._round == self.config.rounds
-        left = self._size - len(self._done)
-        leader = self._leader
-        trick = self._trick  # cards of a trick begun before the playout
-        start = len(trick)
-        if start:
-            lead = self._lead
-            win = leader + self._win_pos
-            if win >= n:
-                win -= n
-            row = beats[trick[self._win_pos]]
-            open_lead = lead == LEAD_OPEN
-            follow = SUIT_MASK[lead] if lead < 4 else 0
-            legal = _FOLLOW_MASK[lead] if lead < 4 else 0
-            order = seats[leader][start:]
-        else:
-            row = _TAKES_ALL
-            open_lead = True
-            follow = legal = 0
-            order = seats[leader]
-            win = leader
-        while True:
-            for seat, codes in order:
-                hand = hands[seat]
-                mask = hand & legal if hand & follow else hand
-                x = random() * mask.bit_count()
-                while x >= 1.0:
-                    mask &= mask - 1
-                    x -= 1.0
-                bit = mask & -mask
-                card = bit.bit_length() - 1
-                if card >= WIZARD_BASE:
-                    bit = hand & same_code[card]
-                    bit &= -bit
-                    card = bit.bit_length() - 1
-                append(codes[card])
-                hands[seat] = hand ^ bit
-                if row[card]:
-                    row = beats[card]
-                    win = seat
-                    if open_lead:
-                        follow = follow_of[card]
-                        legal = legal_of[card]
-                        open_lead = card >= JESTER_BASE
-            tricks[win] += 1
-            left -= 1
-            if keep or not left:
-                played = len(order)
-                finished = (leader, (*trick, *[e & 0xFF for e in log[len(log) - played :]]), win)
-                if start:
-                    trick.clear()
-                    start = 0
-                if keep:
-                    self._done.append(finished)
-                if not left:
-                    break
-            leader = win
-            order = seats[win]
-            row = _TAKES_ALL
-            open_lead = True
-            follow = legal = 0
-        self._last_trick = finished
-        self._lead = LEAD_OPEN
-        self._leader = self._to_act = win
-        config = self.config
-        if config.deals is None and not self._single and self._round < config.rounds:
-            self._playout_rounds(random)
-        else:
-            self._end_round()
-
-    def _playout_rounds(self, random: Callable[[], float]) -> None:
-        """Score the round just played, then deal and play the match's other rounds with
-        every seat RANDOM, to the end: what :meth:`_end_round`, :meth:`_deal`, the trump
-        choice, :meth:`_playout_bids` and :meth:`_playout_round` do round by round, with
-        the same draws of ``random``, the same log and results, and the same final state.
-
-        Only for decks shuffled from the seed without SINGLE_SUIT (the caller checks).  A
-        round lives in locals and only the last one is written back to the state: no
-        round's attributes but the last one's outlive it.  Dealing shuffles the cards' bits
-        (the same permutation as the cards'), on the shuffle's fast path
-        (:func:`~wizard.shuffle.fresh_shuffle`), falling back to the word-by-word stream
-        when a word might be rejected; a seat's hand is the sum of its slice of the dealt
-        bits (``_DEAL_SLICES``).  In the trick loop the lead is played
-        before the loop over the other seats, and a seat that need not follow chooses
-        among its whole hand, whose size the trick number gives.
-        """
-        config = self.config
-        n = self._n
-        last = config.rounds
-        scoring = config.scoring
-        points = _STANDARD_POINTS if scoring is Scoring.STANDARD else POINTS[scoring]
-        scores = self._scores
-        results = self._results
-        log = self._log
-        append = log.append
-        bids = tuple(self._bids)
-        tricks = tuple(self._tricks)
-        for seat, bid, taken in zip(range(n), bids, tricks):
-            scores[seat] += points[bid][taken]  # type: ignore[index]
-        results.append((bids, tricks))
-        seed = self.seed
-        prefix = f"{seed}:round-".encode()
-        deck_bits = [BIT[card] for card in config.deck.cards]  # in canonical order
-        deck_size = len(deck_bits)
-        plus_minus_one = config.plus_minus_one
-        simultaneous = config.simultaneous_bids
-        deal_slices = _DEAL_SLICES[n]
-        bid_order = _BID_ORDER[n]
-        followers = _FOLLOWERS[n]
-        log_codes = _LOG_CODES
-        same_code = SAME_CODE_MASK
-        follow_of = _FOLLOW_OF
-        legal_of = _LEGAL_OF
-        suit_of = SUIT_OF
-        dealer = self._dealer
-        r = self._round
-        while r < last:
-            r += 1
-            dealer += 1
-            if dealer == n:
-                dealer = 0
-            # ---- the deal: round_deck and _deal_order
-            dealt = r * n
-            needed = dealt + 1
-            # the deck shuffled as the cards' bits: a hand is the sum of its slice of the deal
-            deck = list(deck_bits)
-            if fresh_shuffle(prefix + _ROUND_TAIL[r], deck, needed if needed < deck_size else deck_size - 1) is None:
-                SeedStream(seed, round_label(r)).shuffle(deck, needed)
-            dealt_bits = deck[:dealt]
-            hands = list(map(sum, map(dealt_bits.__getitem__, deal_slices[dealer])))
-            if dealt < deck_size:
-                trump_card = deck[dealt].bit_length() - 1
-                suit = suit_of[trump_card]
-                if suit == WIZARD:  # the dealer names trump
-                    suit = floor(random() * 4)
-                    append(dealer << 8 | (ACTION_TRUMP + suit))
-                elif suit == JESTER:
-                    suit = None
-            else:
-                trump_card = suit = None
-            beats = trick_table(suit)
-            # ---- the bids: _playout_bids
-            choices = r + 1
-            bids = [None] * n
-            if simultaneous:
-                for seat in range(n):
-                    if seat == dealer and plus_minus_one:
-                        legal = self._legal_bids_of(bids, r, seat)
-                        bid = legal[floor(random() * len(legal))]
-                    else:
-                        bid = floor(random() * choices)
-                    append(seat << 8 | (ACTION_BID + bid))
-                    bids[seat] = bid
-            else:
-                for seat in bid_order[dealer]:
-                    bid = floor(random() * choices)
-                    append(seat << 8 | (ACTION_BID + bid))
-                    bids[seat] = bid
-                if plus_minus_one:
-                    legal = self._legal_bids_of(bids, r, dealer)
-                    bid = legal[floor(random() * len(legal))]
-                else:
-                    bid = floor(random() * choices)
-                append(dealer << 8 | (ACTION_BID + bid))
-                bids[dealer] = bid
-            # ---- the tricks: _playout_round from the first lead
-            keep = r == last
-            done = []
-            tricks = [0] * n
-            win = dealer + 1
-            if win == n:
-                win = 0
-            held = float(r)  # the cards each seat holds as the trick starts
-            while True:
-                # the lead: any card of the hand
-                leader = win
-                hand = hands[leader]
-                mask = hand
-                x = random() * held
-                while x >= 1.0:
-                    mask &= mask - 1
-                    x -= 1.0
-                bit = mask & -mask
-                card = bit.bit_length() - 1
-                if card >= WIZARD_BASE:
-                    bit = hand & same_code[card]
-                    bit &= -bit
-                    card = bit.bit_length() - 1
-                append(log_codes[leader][card])
-                hands[leader] = hand ^ bit
-                row = beats[card]
-                follow = follow_of[card]
-                legal = legal_of[card]
-                open_lead = card >= JESTER_BASE
-                for seat, codes in followers[leader]:
-                    hand = hands[seat]
-                    if hand & follow:
-                        mask = hand & legal
-                        x = random() * mask.bit_count()
-                    else:
-                        mask = hand
-                        x = random() * held
-                    while x >= 1.0:
-                        mask &= mask - 1
-                        x -= 1.0
-                    bit = mask & -mask
-                    card = bit.bit_length() - 1
-                    if card >= WIZARD_BASE:
-                        bit = hand & same_code[card]
-                        bit &= -bit
-                        card = bit.bit_length() - 1
-                    append(codes[card])
-                    hands[seat] = hand ^ bit
-                    if row[card]:
-                        row = beats[card]
-                        win = seat
-                        if open_lead:
-                            follow = follow_of[card]
-                            legal = legal_of[card]
-                            open_lead = card >= JESTER_BASE
-                tricks[win] += 1
-                held -= 1.0
-                if keep:
-                    finished = (leader, tuple([e & 0xFF for e in log[len(log) - n :]]), win)
-                    done.append(finished)
-                if not held:
-                    break
-            # ---- the score: _end_round
-            bids = tuple(bids)  # type: ignore[assignment]
-            tricks = tuple(tricks)  # type: ignore[assignment]
-            for seat, bid, taken in zip(range(n), bids, tricks):
-                scores[seat] += points[bid][taken]  # type: ignore[index]
-            results.append((bids, tricks))
-        # the last round's state, as _deal_order, _set_trump, _playout_round and
-        # _end_round leave it
-        self._round = r
-        self._dealer = dealer
-        self._size = r
-        self._hands = hands
-        self._tricks = list(tricks)
-        self._trick = []
-        self._lead = LEAD_OPEN
-        self._win_pos = 0
-        self._done = done
-        self._bids = list(bids)
-        self._trump_card = trump_card
-        self._trump_suit = suit
-        self._beats = beats
-        self._last_trick = finished
-        self._leader = win
-        self._phase = Phase.FINISHED
-        self._to_act = NO_SEAT
-
-    def _legal_bids_of(self, bids: list[int | None], size: int, seat: int) -> list[int]:
-        """The dealer's legal bids under PLUS_MINUS_ONE, the others' bids in: as :meth:`_legal_bids`."""
-        legal = list(range(size + 1))
-        forbidden = size - sum(b for b in bids if b is not None)
-        if 0 <= forbidden <= size:
-            legal.remove(forbidden)
-        return legal
 
     def _check_seat(self, seat: int) -> None:
         if type(seat) is not int or not 0 <= seat < self._n:
@@ -695,99 +354,49 @@ class MatchState:
         self._leader = self._to_act = (self._dealer + 1) % self._n
         if self.config.clairvoyant(self._round):
             # Nobody has a choice with one card each: the server plays them in turn order.
-            self._run_tricks(-1, None)
+            for _ in range(self._n):
+                self._play_card(self._hands[self._to_act].bit_length() - 1)
 
-    def _run_tricks(self, card: int, random: Callable[[], float] | None) -> None:
-        """Play cards for the seat to act, trick after trick: ``card`` (already checked), or,
-        when ``card`` is -1, one the seat may play, chosen uniformly by ``random`` (a
-        playout) or the only one it holds (a clairvoyant round).  Returns after one card
-        for a move from outside, and when the round ends for the other two.
-
-        This one loop is the whole of trick play, kept in locals because it is the hot path.
-        """
-        n = self._n
-        hands = self._hands
-        trick = self._trick
-        beats = self._beats
-        log = self._log
-        single = self._single
+    def _play_card(self, card: int) -> None:
+        """The seat to act plays ``card`` (checked: it holds it and may play it); a full
+        trick goes to its winner, who leads the next, and the round's last trick ends the
+        round.  The whole of trick play as moves apply it (the playout has loops of its own
+        for speed, held equal to this one by tests/engine/test_playout.py)."""
         seat = self._to_act
-        lead = self._lead
-        win_pos = self._win_pos
-        leader = self._leader
-        chooses = random is not None
-        keep_going = card < 0
-        while True:
-            hand = hands[seat]
-            if card < 0:
-                if lead < 4 and hand & SUIT_MASK[lead]:
-                    mask = hand & (SUIT_MASK[lead] | SPECIAL_MASK)
-                else:
-                    mask = hand
-                if chooses:
-                    skip = int(random() * mask.bit_count())  # type: ignore[misc]
-                    while skip:
-                        mask &= mask - 1
-                        skip -= 1
-                    bit = mask & -mask
-                    card = bit.bit_length() - 1
-                    if card >= WIZARD_BASE:
-                        card = _lowest_copy(hand, card)
-                        bit = BIT[card]
-                    log.append(seat << 8 | card)
-                else:
-                    bit = mask & -mask
-                    card = bit.bit_length() - 1
-            else:
-                bit = BIT[card]
-            hands[seat] = hand ^ bit
-            trick.append(card)
-            if len(trick) == 1:
-                win_pos = 0
-                suit = SUIT_OF[card]
-                lead = LEAD_OPEN if suit == JESTER else (LEAD_FREE if single else suit)
-            elif beats[trick[win_pos]][card]:
-                win_pos = len(trick) - 1
-                if lead == LEAD_OPEN:
-                    lead = LEAD_FREE if single else SUIT_OF[card]
-            if len(trick) < n:
-                seat += 1
-                if seat == n:
-                    seat = 0
-            else:
-                seat = leader + win_pos
-                if seat >= n:
-                    seat -= n
-                self._tricks[seat] += 1
-                finished = (leader, tuple(trick), seat)
-                done = self._done
-                done.append(finished)
-                self._last_trick = finished
-                trick.clear()
-                lead = LEAD_OPEN
-                self._leader = leader = seat
-                if len(done) == self._size:
-                    self._lead = lead
-                    self._to_act = seat
-                    self._end_round()
-                    return
-            if not keep_going:
-                self._lead = lead
-                self._win_pos = win_pos
-                self._to_act = seat
-                return
-            card = -1
+        trick = self._trick
+        self._hands[seat] ^= BIT[card]
+        trick.append(card)
+        win_pos = len(trick) - 1 if len(trick) == 1 or self._beats[trick[self._win_pos]][card] else self._win_pos
+        n = self._n
+        if len(trick) < n:
+            self._lead = lead_after(card, self._lead, self._single)
+            self._win_pos = win_pos
+            self._to_act = seat + 1 if seat + 1 < n else 0
+            return
+        winner = (self._leader + win_pos) % n
+        self._tricks[winner] += 1
+        finished = (self._leader, tuple(trick), winner)
+        self._done.append(finished)
+        self._last_trick = finished
+        trick.clear()
+        self._lead = LEAD_OPEN
+        self._leader = self._to_act = winner
+        if len(self._done) == self._size:
+            # (``_win_pos`` stays as the card before left it: dealing resets it, and a
+            # finished match keeps it, in its bytes too)
+            self._end_round()
+        else:
+            self._win_pos = win_pos
+
+    def _score_round(self) -> None:
+        """Score the round just played and keep its result."""
+        bids = cast("tuple[int, ...]", tuple(self._bids))  # every seat has bid
+        tricks = tuple(self._tricks)
+        score_round(self.config.points, bids, tricks, self._scores)
+        self._results.append((bids, tricks))
 
     def _end_round(self) -> None:
-        scoring = self.config.scoring
-        # (Scoring hashes in Python, in enum.py: look the usual table up by identity)
-        points = _STANDARD_POINTS if scoring is Scoring.STANDARD else POINTS[scoring]
-        bids = tuple(self._bids)
-        tricks = tuple(self._tricks)
-        scores = self._scores
-        for seat, bid, taken in zip(range(self._n), bids, tricks):
-            scores[seat] += points[bid][taken]  # type: ignore[index]
-        self._results.append((bids, tricks))  # type: ignore[arg-type]
+        self._score_round()
         if self._round == self.config.rounds:
             self._phase = Phase.FINISHED
             self._to_act = NO_SEAT
@@ -849,31 +458,150 @@ class MatchState:
         other._log = list(self._log)
         return other
 
-    def to_bytes(self) -> bytes:
-        """The compact, versioned serialisation (see :mod:`wizard.record`)."""
-        from wizard.record import state_to_bytes
-
-        return state_to_bytes(self)
-
-    @staticmethod
-    def from_bytes(data: bytes) -> MatchState:
-        from wizard.record import state_from_bytes
-
-        return state_from_bytes(data)
-
-    def record(self):  # noqa: ANN201 (MatchRecord)
-        """The finished match's record: config, seed, every move (and so every hand)."""
-        from wizard.record import record_of
-
-        return record_of(self)
-
-    def view(self, seat: int | None):  # noqa: ANN201 (MatchView, imported late to avoid a cycle)
-        """What ``seat`` may know now (``None``: a spectator). The only way cards leave."""
-        from wizard.views import build_view
-
+    def view(self, seat: int | None) -> MatchView:
+        """What ``seat`` may know now (``None``: a spectator), by the rules of
+        :mod:`wizard.views`. The only way cards leave the state."""
         if seat is not None:
             self._check_seat(seat)
-        return build_view(self, seat)
+        n = self._n
+        config = self.config
+        finished = self._phase is Phase.FINISHED
+        seats = tuple(
+            SeatView(
+                seat=s,
+                score=self._scores[s],
+                bid=self._bids[s] if self._bid_visible(seat, s) else None,
+                tricks=self._tricks[s],
+                hand=codes_of(self._hands[s]) if self._hand_visible(seat, s) else None,
+            )
+            for s in range(n)
+        )
+        scoring = config.scoring
+        results = tuple(
+            RoundResult(
+                r + 1,
+                tuple(SeatResult(s, bids[s], tricks[s], scoring.points(bids[s], tricks[s])) for s in range(n)),
+            )
+            for r, (bids, tricks) in enumerate(self._results)
+        )
+        outcome = self.outcome
+        lead = self._lead
+        last = self._last_trick
+        return MatchView(
+            ruleset=config.ruleset,
+            variants=tuple(sorted(config.variants, key=lambda v: v.value)),
+            players=n,
+            round=self._round,
+            rounds=config.rounds,
+            hand_size=self._size,
+            dealer=self._dealer,
+            phase=self._phase,
+            trump_card=None if self._trump_card is None else CODES[self._trump_card],
+            trump_suit=None if self._trump_suit is None else Suit(self._trump_suit),
+            to_act=self.to_act,
+            awaiting=self.awaiting(),
+            my_seat=seat,
+            hand=None if seat is None else seats[seat].hand,
+            legal_moves=() if seat is None else tuple(self.legal_moves(seat)),
+            seats=seats,
+            current_trick=tuple(Play((self._leader + i) % n, CODES[c]) for i, c in enumerate(self._trick)),
+            lead_suit=Suit(lead) if lead < 4 and self._trick else None,
+            completed_tricks=tuple(_trick_view(*trick, n) for trick in self._done),
+            last_trick=None if last is None else _trick_view(*last, n),
+            round_results=results,
+            winners=None if outcome is None else outcome.winners,
+            moves_made=len(self._log),
+            seed_hash=self.seed_hash,
+            seed=self.seed if finished else None,
+            salt=self.salt if finished else None,
+        )
+
+    def _bid_visible(self, viewer: int | None, seat: int) -> bool:
+        if viewer == seat or self._phase is Phase.FINISHED:
+            return True
+        reveal = self.config.bid_reveal
+        if reveal is BidReveal.AT_ONCE:
+            return True
+        if reveal is BidReveal.ALL_IN:
+            return None not in self._bids
+        return False
+
+    def _hand_visible(self, viewer: int | None, seat: int) -> bool:
+        if viewer is None:
+            return False
+        clairvoyant = self.config.clairvoyant(self._round) and self._phase is not Phase.FINISHED
+        return (viewer != seat) if clairvoyant else (viewer == seat)
+
+
+def _trick_view(leader: int, cards: tuple[int, ...], winner: int, n: int) -> Trick:
+    return Trick(leader, tuple(Play((leader + i) % n, CODES[c]) for i, c in enumerate(cards)), winner)
+
+
+# ------------------------------------------------------------------ the engine's internal API
+class StateFields(NamedTuple):
+    """Every field of a state but its config, seed and salt: how the engine's own modules
+    read a whole state (:mod:`wizard.record` stores it) and build one (it restores it,
+    :mod:`wizard.sampling` fills in its history).  Hands included: never show it to a seat.
+    The lists are the state's own, not copies: read them before the state moves on."""
+
+    round: int
+    dealer: int
+    first_dealer: int
+    phase: Phase
+    #: the seat whose move it is; NO_SEAT while bids are simultaneous or the match is over
+    to_act: int
+    trump_card: int | None
+    trump_suit: int | None
+    #: the seat that led the current trick; NO_SEAT before the first trick of the match
+    leader: int
+    #: the lead suit 0-3, LEAD_OPEN or LEAD_FREE (:mod:`wizard.tricks`)
+    lead: int
+    #: the position in ``trick`` of the card winning it so far
+    win_pos: int
+    hands: list[int]
+    bids: list[int | None]
+    tricks: list[int]
+    scores: list[int]
+    trick: list[int]
+    done: list[tuple[int, tuple[int, ...], int]]
+    last_trick: tuple[int, tuple[int, ...], int] | None
+    results: list[tuple[tuple[int, ...], tuple[int, ...]]]
+    #: every move a seat made, ``seat << 8 | action``
+    log: list[int]
+
+
+def fields_of(state: MatchState) -> StateFields:
+    """The state's fields (its own lists, not copies)."""
+    s = state
+    return StateFields(
+        s._round, s._dealer, s._first_dealer, s._phase, s._to_act, s._trump_card, s._trump_suit,
+        s._leader, s._lead, s._win_pos, s._hands, s._bids, s._tricks, s._scores, s._trick, s._done,
+        s._last_trick, s._results, s._log,
+    )
+
+
+def state_of_fields(config: MatchConfig, seed: str, salt: str | None, fields: StateFields) -> MatchState:
+    """The state with these fields (it takes the lists over, it does not copy them); the
+    fields are not checked against the rules: :mod:`wizard.record` checks what it reads."""
+    s = MatchState.__new__(MatchState)
+    s.config = config
+    s.seed = seed
+    s.salt = salt
+    s._n = config.players
+    (s._round, s._dealer, s._first_dealer, s._phase, s._to_act, s._trump_card, s._trump_suit,
+     s._leader, s._lead, s._win_pos, s._hands, s._bids, s._tricks, s._scores, s._trick, s._done,
+     s._last_trick, s._results, s._log) = fields
+    s._single = config.single_suit
+    s._size = config.hand_size(s._round)
+    s._beats = trick_table(s._trump_suit, s._single)
+    return s
+
+
+def deal_round(state: MatchState, round_number: int, dealer: int, order: list[int]) -> None:
+    """Start round ``round_number`` of ``state`` from ``order``, its cards in dealing order
+    (as :func:`round_deck` gives them): deal, turn the trump card, open the first phase.
+    :func:`wizard.sampling.sample_state` deals a round of its own drawing this way."""
+    state._deal_order(round_number, dealer, order)
 
 
 def _validated_stacked_round(config: MatchConfig, round_number: int, dealer: int) -> list[int] | None:
@@ -972,9 +700,19 @@ def new_match(config: MatchConfig, seed: str, salt: str | None = None) -> MatchS
     return state
 
 
-def undealt_match(config: MatchConfig, seed: str, dealer: int) -> MatchState:
-    """A match before its first deal (no scores, no moves): call ``_deal`` or
-    ``_deal_order`` next. The seed is not checked here; :func:`new_match` checks it."""
+def undealt_match(
+    config: MatchConfig,
+    seed: str,
+    dealer: int,
+    *,
+    scores: list[int] | None = None,
+    results: list[tuple[tuple[int, ...], tuple[int, ...]]] | None = None,
+    last_trick: tuple[int, tuple[int, ...], int] | None = None,
+) -> MatchState:
+    """A match before a deal (call ``_deal`` or :func:`deal_round` next): its first, or,
+    given the ``scores`` and ``results`` of the rounds before and their ``last_trick``
+    (for :mod:`wizard.sampling`), a later one.  The seed is not checked here;
+    :func:`new_match` checks it."""
     state = MatchState.__new__(MatchState)
     state.config = config
     state.seed = seed
@@ -983,11 +721,11 @@ def undealt_match(config: MatchConfig, seed: str, dealer: int) -> MatchState:
     state._first_dealer = dealer
     # SINGLE_SUIT has no following: a lead that never matches any suit turns it off.
     state._single = config.single_suit
-    state._scores = [0] * n
-    state._results = []
+    state._scores = [0] * n if scores is None else scores
+    state._results = [] if results is None else results
     state._log = []
-    state._last_trick = None
-    state._leader = NO_SEAT
+    state._last_trick = last_trick
+    state._leader = NO_SEAT if last_trick is None else last_trick[2]
     state._win_pos = 0
     return state
 

@@ -1,4 +1,5 @@
-"""Who takes a trick: the rule once, as a function, and as the tables the engine runs on.
+"""Trick play: what a seat may play (following the lead) and who takes a trick, each rule
+once, as a function, and as the tables the engine runs on.
 
 >>> from wizard.cards import parse_cards, WIZARD_DECK
 >>> def winner(codes, trump):
@@ -17,10 +18,36 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from wizard.cards import CARD_IDS, JESTER, SUIT_OF, VALUE_OF, WIZARD
+from wizard.cards import CARD_IDS, JESTER, SPECIAL_MASK, SUIT_MASK, SUIT_OF, VALUE_OF, WIZARD
 
 #: index of the "no trump" row in :data:`BEATS`
 NO_TRUMP = 4
+#: The lead of a trick while it is empty or holds only Jesters: the next card sets it.
+#: (0-3 is a lead suit; every sentinel is above 3 so ``lead < 4`` tests for a lead suit.)
+LEAD_OPEN = 6
+#: The lead after a Wizard led (and always under SINGLE_SUIT): no suit to follow.
+LEAD_FREE = WIZARD
+#: ``FOLLOW_MASK[suit]``: the cards a seat holding that suit may play when it is led.
+FOLLOW_MASK = tuple(SUIT_MASK[s] | SPECIAL_MASK for s in range(4))
+
+
+def playable(hand: int, lead: int) -> int:
+    """The cards of ``hand`` (a bit mask) its seat may play on a trick whose lead is ``lead``:
+    a seat holding the lead suit plays that suit, a Wizard or a Jester; any card otherwise."""
+    if lead < 4 and hand & SUIT_MASK[lead]:
+        return hand & FOLLOW_MASK[lead]
+    return hand
+
+
+def lead_after(card: int, lead: int, single_suit: bool) -> int:
+    """The lead once ``card`` is played on a trick whose lead was ``lead``: the first card
+    that is not a Jester sets it (a Wizard to LEAD_FREE); SINGLE_SUIT never has one."""
+    if lead != LEAD_OPEN:
+        return lead
+    suit = SUIT_OF[card]
+    if suit == JESTER:
+        return LEAD_OPEN
+    return LEAD_FREE if single_suit else suit
 
 
 def takes_trick(card: int, best: int, trump: int | None) -> bool:

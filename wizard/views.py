@@ -1,6 +1,6 @@
 """Per-seat views: exactly what one seat (or a spectator) may know, and nothing else.
 
-A view is built from the state by :func:`build_view` (called as ``state.view(seat)``):
+The state builds a seat's view (:meth:`wizard.state.MatchState.view`) by these rules:
 
 - a seat sees its own hand; under CLAIRVOYANCE in round 1 it sees every other seat's
   card and not its own; a spectator sees no hand of a live match;
@@ -12,6 +12,8 @@ A view is built from the state by :func:`build_view` (called as ``state.view(sea
   start).
 
 Two states that differ only in cards a seat cannot see give that seat equal views.
+
+This module holds the views' types and their JSON form; it knows nothing of the state.
 """
 
 from __future__ import annotations
@@ -19,14 +21,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from wizard.cards import CODES, Suit, codes_of
+from wizard.cards import Suit
 from wizard.moves import Move
-from wizard.rules import BidReveal, Ruleset, Variant
-
-if TYPE_CHECKING:
-    from wizard.state import MatchState, Phase
+from wizard.rules import Phase, Ruleset, Variant
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +126,6 @@ class MatchView:
         Raises :class:`~wizard.errors.InvalidMoveError` (for a bad legal move) or ``ValueError``,
         ``KeyError`` or ``TypeError`` for data that is not a view.
         """
-        from wizard.state import Phase
-
         def suit(name: str | None) -> Suit | None:
             return None if name is None else Suit[name]
 
@@ -198,84 +195,3 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, tuple | list):
         return [_jsonable(v) for v in value]
     return value
-
-
-def _trick(leader: int, cards: tuple[int, ...], winner: int, n: int) -> Trick:
-    return Trick(leader, tuple(Play((leader + i) % n, CODES[c]) for i, c in enumerate(cards)), winner)
-
-
-def _bid_visible(state: MatchState, viewer: int | None, seat: int) -> bool:
-    if viewer == seat or state.is_finished:
-        return True
-    reveal = state.config.bid_reveal
-    if reveal is BidReveal.AT_ONCE:
-        return True
-    if reveal is BidReveal.ALL_IN:
-        return None not in state._bids
-    return False
-
-
-def _hand_visible(state: MatchState, viewer: int | None, seat: int) -> bool:
-    if viewer is None:
-        return False
-    clairvoyant = state.config.clairvoyant(state._round) and not state.is_finished
-    return (viewer != seat) if clairvoyant else (viewer == seat)
-
-
-def build_view(state: MatchState, viewer: int | None) -> MatchView:
-    from wizard.state import Phase
-
-    n = state._n
-    config = state.config
-    finished = state._phase is Phase.FINISHED
-    seats = tuple(
-        SeatView(
-            seat=s,
-            score=state._scores[s],
-            bid=state._bids[s] if _bid_visible(state, viewer, s) else None,
-            tricks=state._tricks[s],
-            hand=codes_of(state._hands[s]) if _hand_visible(state, viewer, s) else None,
-        )
-        for s in range(n)
-    )
-    scoring = config.scoring
-    results = tuple(
-        RoundResult(
-            r + 1,
-            tuple(SeatResult(s, bids[s], tricks[s], scoring.points(bids[s], tricks[s])) for s in range(n)),
-        )
-        for r, (bids, tricks) in enumerate(state._results)
-    )
-    outcome = state.outcome
-    lead = state._lead
-    last = state._last_trick
-    return MatchView(
-        ruleset=config.ruleset,
-        variants=tuple(sorted(config.variants, key=lambda v: v.value)),
-        players=n,
-        round=state._round,
-        rounds=config.rounds,
-        hand_size=config.hand_size(state._round),
-        dealer=state._dealer,
-        phase=state._phase,
-        trump_card=None if state._trump_card is None else CODES[state._trump_card],
-        trump_suit=None if state._trump_suit is None else Suit(state._trump_suit),
-        to_act=state.to_act,
-        awaiting=state.awaiting(),
-        my_seat=viewer,
-        hand=None if viewer is None else seats[viewer].hand,
-        legal_moves=() if viewer is None else tuple(state.legal_moves(viewer)),
-        seats=seats,
-        current_trick=tuple(
-            Play((state._leader + i) % n, CODES[c]) for i, c in enumerate(state._trick)
-        ),
-        lead_suit=Suit(lead) if lead < 4 and state._trick else None,
-        completed_tricks=tuple(_trick(l, c, w, n) for l, c, w in state._done),
-        last_trick=None if last is None else _trick(*last, n),
-        round_results=results,
-        winners=None if outcome is None else outcome.winners,
-        moves_made=len(state._log),
-        seed_hash=state.seed_hash,
-        seed=state.seed if finished else None,
-        salt=state.salt if finished else None,
-    )
