@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 # skipped and says how to install it. Node clients install their own packages (tests/clients).
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: setup lint test run bench clean browser
+.PHONY: setup lint test test-fast test-service run bench clean browser
 
 # Every direct dependency at its lower bound (requirements/lowest.txt): what pyproject.toml
 # claims is what the tests run with.
@@ -34,8 +34,18 @@ lint: setup
 	$(BIN)/mypy
 	$(BIN)/mypy --strict wizard ranking contract
 
-test: setup browser
-	$(BIN)/python -m pytest
+# Two tiers: the fast one (engine, SDK, project files, doctests; no server, under a minute on
+# two cores) first, then the service's (real Redis, real processes, real clients).
+FAST_TESTS := tests/engine tests/sdk tests/project wizard sdk ranking contract
+
+# Lint and types first (the whole project; the pure packages --strict), then both tiers.
+test: lint test-fast test-service
+
+test-fast: setup
+	$(BIN)/python -m pytest -n 2 $(FAST_TESTS)
+
+test-service: setup browser
+	$(BIN)/python -m pytest tests/service
 
 run: setup
 	$(BIN)/wizard-arena up

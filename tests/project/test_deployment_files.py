@@ -1,0 +1,179 @@
+"""The container files hold what the production path relies on. Docker may not run where the
+tests do, so these read the files: the Dockerfile (slim base, non-root user, health check,
+the default command), docker-compose.yml (Redis with its append-only file on a volume, two
+API replicas and a worker on that Redis, health checks the others wait for) and the load
+balancer's configuration."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+REDIS_URL = re.compile(r"^redis://redis:6379(/\d+)?$")
+
+
+# ------------------------------------------------------------------ Dockerfile
+def _instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) of the Dockerfile, continuation lines joined."""
+    text = re.sub(r"\\\n", " ", (ROOT / "Dockerfile").read_text())
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            word, _, rest = line.partition(" ")
+            out.append((word.upper(), rest.strip()))
+    return out
+
+
+def _stages() -> list[list[tuple[str, str]]]:
+    stages: list[list[tuple[str, str]]] = []
+    for instruction in _instructions():
+        if instruction[0] == "FROM":
+            stages.append([])
+        if stages:
+            stages[-1].append(instruction)
+    return stages
+
+
+def test_every_stage_starts_from_python_311_slim():
+    stages = _stages()
+    assert stages, "the Dockerfile has no FROM"
+    for stage in stages:
+        base = stage[0][1].split()[0]
+        assert re.fullmatch(r"python:3\.11(\.\d+)?-slim(-\w+)?", base), f"base image {base}: use python:3.11-slim"
+
+
+def test_the_package_is_installed_with_pip_with_the_service_at_the_tested_bounds():
+    runs = [args for word, args in _instructions() if word == "RUN"]
+    installs = [run for run in runs if re.search(r"\bpip install\b", run)]
+    assert any(re.search(r"""(\s|^)['"]?\.\[server\]['"]?(\s|$)""", run) for run in installs), "pip install '.[server]'"
+    assert any("-c requirements/lowest.txt" in run for run in installs), "at the bounds the tests run with"
+
+
+def test_the_final_stage_runs_as_a_non_root_user():
+    users = [args for word, args in _stages()[-1] if word == "USER"]
+    assert users, "the final stage needs a USER"
+    assert users[-1].split(":")[0] not in ("root", "0"), "the service must not run as root"
+
+
+def test_healthcheck_asks_healthz_with_python():
+    checks = [args for word, args in _stages()[-1] if word == "HEALTHCHECK"]
+    assert checks, "the final stage needs a HEALTHCHECK"
+    check = checks[-1]
+    assert "CMD" in check and "/healthz" in check
+    assert "urllib" in check and "curl" not in check, "python:3.11-slim has no curl: use python's urllib"
+
+
+def test_port_and_default_command():
+    final = _stages()[-1]
+    assert ("EXPOSE", "8000") in final
+    cmd = [args for word, args in final if word == "CMD"][-1]
+    words = yaml.safe_load(cmd) if cmd.startswith("[") else shlex.split(cmd)
+    assert words == ["wizard-arena", "serve", "--host", "0.0.0.0", "--port", "8000"]
+
+
+def test_dockerignore_keeps_the_build_context_small_but_complete():
+    ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()}
+    assert {".git", ".venv"} <= ignored
+    # what the Dockerfile copies must not be ignored
+    copied = {
+        src
+        for word, args in _instructions()
+        if word == "COPY" and not args.startswith("--from")
+        for src in args.split()[:-1]
+    }
+    assert {"pyproject.toml", "README.md", "wizard", "service", "worker"} <= copied
+    assert not copied & ignored
+
+
+def test_the_image_gets_every_package_pyproject_installs():
+    """`pip install .` in the image finds only what was copied: a package pyproject.toml
+    includes but the Dockerfile leaves out (the SDK, which the command imports) would be
+    missing from the image."""
+    include = re.search(r"include = \[(.*?)\]", (ROOT / "pyproject.toml").read_text())
+    assert include is not None
+    packages = {name.strip(' "*') for name in include.group(1).split(",")}
+    copied = {args.split()[0] for word, args in _instructions() if word == "COPY" and not args.startswith("--from")}
+    assert packages <= copied, f"the Dockerfile does not copy {sorted(packages - copied)}"
+
+
+# ------------------------------------------------------------------ docker-compose.yml
+@pytest.fixture(scope="module")
+def services() -> dict[str, Any]:
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    assert isinstance(compose, dict) and isinstance(compose.get("services"), dict)
+    return compose["services"]  # type: ignore[no-any-return]
+
+
+def _command(service: dict[str, Any]) -> list[str]:
+    command = service.get("command", [])
+    return shlex.split(command) if isinstance(command, str) else [str(c) for c in command]
+
+
+def _environment(service: dict[str, Any]) -> dict[str, str]:
+    env = service.get("environment", {})
+    if isinstance(env, list):
+        env = dict(item.split("=", 1) for item in env)
+    return {k: str(v) for k, v in env.items()}
+
+
+def _with_command(services: dict[str, Any], word: str) -> dict[str, dict[str, Any]]:
+    """Our image's services running ``wizard-arena <word>`` (the image's CMD is serve)."""
+    found = {}
+    for name, service in services.items():
+        command = _command(service)
+        ours = "build" in service or str(service.get("image", "")).startswith("wizard-arena")
+        if ours and (command[1:2] == [word] or (not command and word == "serve")):
+            found[name] = service
+    return found
+
+
+def test_redis_keeps_an_append_only_file_on_a_volume(services):
+    redis = services["redis"]
+    assert str(redis["image"]).startswith("redis:7")
+    command = _command(redis)
+    assert "--appendonly" in command and command[command.index("--appendonly") + 1] == "yes"
+    assert any(str(v).split(":")[1:2] == ["/data"] for v in redis.get("volumes", [])), "AOF on a volume at /data"
+    assert "healthcheck" in redis
+
+
+def _replicas(service: dict[str, Any]) -> int:
+    return int(service.get("deploy", {}).get("replicas", 1))
+
+
+def test_two_api_replicas_and_a_worker(services):
+    apis = _with_command(services, "serve")
+    workers = _with_command(services, "worker")
+    assert sum(_replicas(s) for s in apis.values()) >= 2, "the production path runs at least two API processes"
+    assert sum(_replicas(s) for s in workers.values()) >= 1, "a worker keeps the matches' clocks"
+    for name, service in {**apis, **workers}.items():
+        assert REDIS_URL.match(_environment(service).get("REDIS_URL", "")), f"{name}: REDIS_URL must name the redis service"
+        assert service.get("depends_on", {}).get("redis", {}).get("condition") == "service_healthy", name
+        assert "healthcheck" in service, f"{name} needs a health check"
+    for name, service in apis.items():
+        assert "/healthz" in " ".join(service["healthcheck"]["test"]), name
+        assert "--host" in _command(service) and "0.0.0.0" in _command(service), f"{name} must listen beyond localhost"
+
+
+def test_the_load_balancer_knows_every_api_replica(services):
+    apis = _with_command(services, "serve")
+    balancers = {name: s for name, s in services.items() if str(s.get("image", "")).startswith("nginx")}
+    if not balancers:  # replicas published without a balancer are fine too
+        return
+    for name, balancer in balancers.items():
+        conditions = balancer.get("depends_on", {})
+        for api in apis:
+            assert conditions.get(api, {}).get("condition") == "service_healthy", f"{name} waits for {api}"
+        mounts = [str(v).split(":")[0] for v in balancer.get("volumes", [])]
+        configs = [ROOT / m for m in mounts if m.startswith("./deploy/")]
+        assert configs and all(c.exists() for c in configs), f"{name}'s configuration lives under deploy/"
+        text = "\n".join(c.read_text() for c in configs)
+        for api in apis:
+            assert f"server {api}:8000" in text, f"{name} must send requests to {api}"
+        assert "Upgrade $http_upgrade" in text, "subscriptions need WebSocket upgrades through the balancer"

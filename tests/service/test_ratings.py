@@ -1,0 +1,326 @@
+"""Ratings, settled by a real `wizard-arena worker`: every rated finished match moves Elo
+exactly once (whatever runs its settlement how often), unrated and stacked matches move
+nothing, the leaderboards (ELO, and FITTED after a tournament or refitRatings; a refit still
+waiting in the queue absorbs further asks) and Bot.ratingHistory.
+
+The Redis server is shared with every other test: the checks look at this module's own
+(fresh) bots and matches, never at the whole leaderboard's contents."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import subprocess
+import sys
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import pytest
+from rq import Queue
+
+from ranking.ratings import INITIAL_RATING, elo_update
+from service.store.keys import history_key
+from tests.service.arena_client import REPO
+from tests.service.test_tournaments import Player, check_standings, create, get, wait_status, wait_until
+from worker import jobs
+
+RULESET = "WIZARD_JUNIOR"
+HISTORY = "query($b: ID!, $r: Ruleset!) { bot(id: $b) { ratings { ruleset rating games } ratingHistory(ruleset: $r) { rating matchId at } } }"
+BOARD = """query($r: Ruleset!, $f: Int, $o: Int, $m: RatingMethod) {
+  leaderboard(ruleset: $r, first: $f, offset: $o, method: $m) { rank bot { id name } rating games method } }"""
+REFIT = "mutation($r: Ruleset!) { refitRatings(ruleset: $r) }"
+
+
+@pytest.fixture(scope="module")
+def worker(start_worker: Any) -> Iterator[Any]:
+    """This module's own worker (settlement jobs, the clock)."""
+    process = start_worker()
+    yield process
+    process.stop()
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def bot_ratings(api: Any, bot_id: str, ruleset: str = RULESET) -> dict[str, Any]:
+    return api.data(HISTORY, {"b": bot_id, "r": ruleset})["bot"]  # type: ignore[no-any-return]
+
+
+def board(api: Any, ruleset: str = RULESET, first: int = 500, offset: int = 0, method: str = "ELO") -> list[dict[str, Any]]:
+    return api.data(BOARD, {"r": ruleset, "f": first, "o": offset, "m": method})["leaderboard"]  # type: ignore[no-any-return]
+
+
+def start_matches(api: Any, tokens: list[str], count: int, rated: bool = True, **spec: Any) -> list[str]:
+    """``count`` matches of the given bots and one house HEURISTIC each (they start at once)."""
+    ids = []
+    for _ in range(count):
+        match_id = api.create_match(tokens[0], ruleset=RULESET, players=len(tokens) + 1, rated=rated, **spec)
+        for token in tokens:
+            api.join(token, match_id)
+        api.add_house_bot(tokens[0], match_id, "HEURISTIC")
+        ids.append(match_id)
+    return ids
+
+
+def wait_finished(api: Any, match_ids: list[str]) -> list[dict[str, Any]]:
+    return wait_until(
+        lambda: all(api.match(i)["status"] == "FINISHED" for i in match_ids) and [api.match(i) for i in match_ids],
+        f"matches {match_ids} to finish",
+    )
+
+
+def wait_settled(redis_client: Any, match_ids: list[str]) -> None:
+    """An ended match sits in the settlement queue until its settlement job has run."""
+    wait_until(
+        lambda: all(redis_client.zscore("matches:unsettled", m) is None for m in match_ids),
+        f"the settlement of {match_ids}",
+    )
+
+
+def stored_history(redis_client: Any, identity: str, ruleset: str = RULESET) -> list[dict[str, Any]]:
+    return [json.loads(h) for h in redis_client.lrange(history_key(identity, ruleset), 0, -1)]
+
+
+def results_of(redis_client: Any, match_ids: set[str], ruleset: str = RULESET) -> Counter:
+    """How often each match is in the ruleset's list of rated results (the fit's input)."""
+    rows = (json.loads(r) for r in redis_client.lrange(f"ratings:results:{ruleset}", 0, -1))
+    return Counter(r["matchId"] for r in rows if r["matchId"] in match_ids)
+
+
+def rating_before(history: list[dict[str, Any]], match_id: str) -> float:
+    ids = [h["matchId"] for h in history]
+    assert ids.count(match_id) == 1, (match_id, ids)
+    at = ids.index(match_id)
+    return INITIAL_RATING if at == 0 else float(history[at - 1]["rating"])
+
+
+def rating_after(history: list[dict[str, Any]], match_id: str) -> float:
+    [entry] = [h for h in history if h["matchId"] == match_id]
+    return float(entry["rating"])
+
+
+def run_jobs(redis_url: str, code: str) -> None:
+    """Run worker jobs (worker.jobs.*) in a fresh process on the test Redis, as RQ would."""
+    env = {**os.environ, "REDIS_URL": redis_url}
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+# ---------------------------------------------------------------------- refits asked for (in this process)
+# First of the module's tests: this test plays the workers' clock, and no worker's clock may
+# claim its requests first (the module's worker starts with the next test).
+
+
+def test_a_refit_waiting_in_the_queue_absorbs_further_asks(services, redis_client):
+    """refitRatings (or a tournament's end) while a refit of the same ruleset still waits in
+    the queue adds no job: the waiting one reads the history as it is when it runs. What the
+    workers' clock queues is what claim_fit_requests answers."""
+    ruleset = f"RF_{secrets.token_hex(3).upper()}"  # a name no real refit uses
+    queued: list[list[str]] = []
+
+    async def work() -> None:
+        ratings = services.ratings
+        try:
+            await ratings.request_fit(ruleset)
+            await ratings.request_fit(ruleset)
+            queued.append([r for r in await ratings.ratings.claim_fit_requests() if r == ruleset])  # one job
+            await ratings.request_fit(ruleset)  # while it waits in the queue
+            queued.append([r for r in await ratings.ratings.claim_fit_requests() if r == ruleset])  # none
+            await ratings.fit(ruleset)  # the job starts: it releases the claim
+            await ratings.request_fit(ruleset)
+            queued.append([r for r in await ratings.ratings.claim_fit_requests() if r == ruleset])  # one more
+        finally:
+            await services.close()
+
+    asyncio.run(work())
+    assert queued == [[ruleset], [], [ruleset]]
+    redis_client.delete(f"ratings:fit-queued:{ruleset}", f"leaderboard:{ruleset}:FITTED")
+
+
+# ---------------------------------------------------------------------- exactly once
+
+
+def test_every_rated_match_moves_elo_exactly_once_from_its_final_scores(api, worker, redis_client):
+    (a, a_id), (b, b_id) = api.register(), api.register()
+    with Player(api, a) as pa, Player(api, b) as pb:  # four at once: their settlements race
+        ids = start_matches(api, [a, b], 4)
+        matches = wait_finished(api, ids)
+    assert pa.errors == [] and pb.errors == []
+    wait_until(lambda: all(redis_client.sismember("ratings:applied", m) for m in ids), "every rating change")
+    assert results_of(redis_client, set(ids)) == Counter({m: 1 for m in ids})
+
+    histories = {}
+    for bot_id in (a_id, b_id):
+        bot = bot_ratings(api, bot_id)
+        history = bot["ratingHistory"]
+        assert sorted(h["matchId"] for h in history) == sorted(ids)  # one point per match, no more
+        stamps = [datetime.fromisoformat(h["at"]) for h in history]
+        assert stamps == sorted(stamps)  # oldest first
+        assert [r for r in bot["ratings"] if r["ruleset"] == RULESET] == [
+            {"ruleset": RULESET, "rating": history[-1]["rating"], "games": 4}
+        ]
+        histories[bot_id] = history
+    house = stored_history(redis_client, "house-heuristic")
+    histories["house-heuristic"] = house
+    for match in matches:  # each step is one Elo update from the ratings just before it
+        seats = sorted(match["seats"], key=lambda s: s["seat"])
+        identities = ["house-heuristic" if s["houseBot"] else s["bot"]["id"] for s in seats]
+        before = [rating_before(histories[i], match["id"]) for i in identities]
+        expected = elo_update(before, [s["score"] for s in seats])
+        for identity, want in zip(identities, expected, strict=True):
+            assert rating_after(histories[identity], match["id"]) == pytest.approx(want, abs=1e-6)
+    entries = {e["bot"]["id"]: e for e in board(api)}
+    for bot_id in (a_id, b_id):
+        assert entries[bot_id]["rating"] == pytest.approx(histories[bot_id][-1]["rating"], abs=1e-6)
+        assert entries[bot_id]["games"] == 4 and entries[bot_id]["method"] == "ELO"
+
+
+def test_running_a_settlement_again_changes_nothing(api, worker, redis_client, redis_url):
+    (a, a_id), (b, b_id) = api.register(), api.register()
+    with Player(api, a), Player(api, b):
+        [match_id] = start_matches(api, [a, b], 1)
+        wait_finished(api, [match_id])
+    wait_until(lambda: redis_client.sismember("ratings:applied", match_id), "the rating change")
+    wait_settled(redis_client, [match_id])
+
+    def snapshot() -> Any:
+        return (
+            [bot_ratings(api, bot_id) for bot_id in (a_id, b_id)],
+            [e for e in board(api) if e["bot"]["id"] in (a_id, b_id)],
+            results_of(redis_client, {match_id}),
+            stored_history(redis_client, "house-heuristic"),
+        )
+
+    before = snapshot()
+    assert [len(bot["ratingHistory"]) for bot in before[0]] == [1, 1]
+    # the job itself, twice, in a fresh process ...
+    run_jobs(redis_url, f"from worker.jobs import settle_match\nsettle_match({match_id!r})\nsettle_match({match_id!r})")
+    assert snapshot() == before
+    # ... and through RQ, run by the worker
+    job = Queue("default", connection=redis_client).enqueue(
+        jobs.settle_match, match_id, job_id=f"again-{match_id}-{uuid.uuid4().hex[:6]}"
+    )
+    wait_until(lambda: job.get_status(refresh=True) in ("finished", "failed"), "the repeated settlement job")
+    assert job.get_status() == "finished"
+    assert snapshot() == before
+
+
+def test_settling_a_finished_tournament_again_changes_nothing(api, worker, redis_client, redis_url):
+    creator, _ = api.register()
+    t = create(api, creator, format="ROUND_ROBIN", rounds=2, playersPerMatch=3,
+               houseBots=["HEURISTIC", "RANDOM", "RANDOM", "HEURISTIC"])
+    final = wait_status(api, t["id"], "FINISHED")
+    ids = [m["id"] for m in final["matches"]]
+    assert len(ids) == 2 * 2  # 4 entrants at tables of 3: 2 tables a round, with a house fill
+    wait_until(lambda: all(redis_client.sismember("ratings:applied", m) for m in ids), "every rating change")
+    before = (final, results_of(redis_client, set(ids)), stored_history(redis_client, "house-random"))
+    assert before[1] == Counter({m: 1 for m in ids})
+    calls = "\n".join(f"settle_match({m!r})" for m in ids)
+    run_jobs(redis_url, f"from worker.jobs import settle_match, advance_tournament\n{calls}\n"
+                        f"advance_tournament({t['id']!r})\n{calls}")
+    assert (get(api, t["id"]), results_of(redis_client, set(ids)), stored_history(redis_client, "house-random")) == before
+    check_standings(final)
+
+
+# ---------------------------------------------------------------------- what does not count
+
+
+def test_unrated_and_stacked_matches_move_no_rating(api, worker, redis_client):
+    (a, a_id), (b, b_id) = api.register(), api.register()
+    deck = [f"{s}{r}" for s in "BGRY" for r in range(1, 9)] + ["W"] * 2 + ["J"] * 2  # the junior deck
+    refused = api.gql(
+        "mutation($i: CreateMatchInput!) { createMatch(input: $i) { id } }",
+        {"i": {"ruleset": RULESET, "players": 3, "rated": True, "deals": [deck]}}, a,
+    )
+    assert refused["errors"][0]["extensions"]["code"] == "BAD_INPUT"  # a stacked match is never rated
+    with Player(api, a), Player(api, b):
+        unrated = start_matches(api, [a, b], 1, rated=False)
+        stacked = start_matches(api, [a, b], 1, rated=False, deals=[list(reversed(deck))])
+        matches = wait_finished(api, unrated + stacked)
+    assert [m["rated"] for m in matches] == [False, False] and [m["stacked"] for m in matches] == [False, True]
+    creator, _ = api.register()
+    friendly = create(api, creator, format="ROUND_ROBIN", rounds=1, playersPerMatch=3, rated=False,
+                      houseBots=["HEURISTIC", "RANDOM", "HEURISTIC"])
+    friendly = wait_status(api, friendly["id"], "FINISHED")
+    assert friendly["rated"] is False and all(m["rated"] is False for m in friendly["matches"])
+    ids = unrated + stacked + [m["id"] for m in friendly["matches"]]
+    wait_settled(redis_client, ids)
+
+    for bot_id in (a_id, b_id):
+        bot = bot_ratings(api, bot_id)
+        assert bot["ratings"] == [] and bot["ratingHistory"] == []
+        assert bot_id not in {e["bot"]["id"] for e in board(api)}
+    assert not any(redis_client.sismember("ratings:applied", m) for m in ids)
+    assert results_of(redis_client, set(ids)) == Counter()
+    for identity in ("house-heuristic", "house-random"):
+        assert not {h["matchId"] for h in stored_history(redis_client, identity)} & set(ids)
+
+
+# ---------------------------------------------------------------------- leaderboards
+
+
+def check_board(entries: list[dict[str, Any]], method: str, offset: int = 0) -> None:
+    ratings = [e["rating"] for e in entries]
+    assert ratings == sorted(ratings, reverse=True)  # highest first
+    assert [e["rank"] for e in entries] == list(range(offset + 1, offset + 1 + len(entries)))
+    assert all(e["method"] == method and e["games"] >= 1 and e["bot"]["name"] for e in entries)
+    assert len({e["bot"]["id"] for e in entries}) == len(entries)
+
+
+def test_the_elo_leaderboard_is_ordered_ranked_and_paged(api, worker, redis_client):
+    tokens = [api.register() for _ in range(2)]
+    with Player(api, tokens[0][0]), Player(api, tokens[1][0]):
+        ids = start_matches(api, [t for t, _ in tokens], 1)
+        wait_finished(api, ids)
+    wait_until(lambda: redis_client.sismember("ratings:applied", ids[0]), "the rating change")
+
+    whole = board(api)
+    check_board(whole, "ELO")
+    assert {bot_id for _, bot_id in tokens} <= {e["bot"]["id"] for e in whole}
+    assert {"house-heuristic"} <= {e["bot"]["id"] for e in whole}
+    named = {e["bot"]["id"]: e["bot"]["name"] for e in whole}
+    assert named["house-heuristic"] == "House Heuristic"
+    assert len(whole) >= 3
+    pages = board(api, first=2) + board(api, first=2, offset=2) + board(api, first=2, offset=4)
+    assert pages == whole[:6]
+    check_board(board(api, first=1, offset=2), "ELO", offset=2)
+    assert board(api, first=5, offset=len(whole) + 10) == []
+    for first, offset in ((0, 0), (501, 0), (5, -1)):
+        assert api.error_code(BOARD, {"r": RULESET, "f": first, "o": offset}) == "BAD_INPUT"
+
+
+def test_the_fitted_leaderboard_after_a_tournament_and_after_refit(api, worker, redis_client):
+    ruleset = "WIZARD_JUNIOR_CLASSIC"
+    creator, _ = api.register()
+    entrants = [api.register() for _ in range(2)]
+    with Player(api, entrants[0][0]), Player(api, entrants[1][0]):
+        t = create(api, creator, ruleset=ruleset, format="ROUND_ROBIN", rounds=2, playersPerMatch=4,
+                   bots=[bot_id for _, bot_id in entrants], houseBots=["HEURISTIC", "RANDOM"])
+        wait_status(api, t["id"], "FINISHED")
+
+    def fitted(wanted: set[str], games: int, rs: str) -> list[dict[str, Any]] | None:
+        entries = board(api, rs, method="FITTED")
+        found = {e["bot"]["id"]: e for e in entries if e["bot"]["id"] in wanted}
+        return entries if len(found) == len(wanted) and all(e["games"] == games for e in found.values()) else None
+
+    ids = {bot_id for _, bot_id in entrants}
+    entries = wait_until(lambda: fitted(ids, 2, ruleset), "the fit after the tournament")  # the fit job ran
+    check_board(entries, "FITTED")
+    if len(entries) < 500:  # the whole fitted field: centred on the initial rating
+        assert sum(e["rating"] for e in entries) / len(entries) == pytest.approx(INITIAL_RATING, abs=1e-6)
+
+    # a rated match outside any tournament: in the fit once refitRatings has run
+    (a, a_id), (b, b_id) = api.register(), api.register()
+    with Player(api, a), Player(api, b):
+        match_ids = start_matches(api, [a, b], 1)
+        wait_finished(api, match_ids)
+    wait_until(lambda: redis_client.sismember("ratings:applied", match_ids[0]), "the rating change")
+    assert api.error_code(REFIT, {"r": RULESET}) == "UNAUTHENTICATED"
+    assert api.data(REFIT, {"r": RULESET}, a)["refitRatings"] is True
+    entries = wait_until(lambda: fitted({a_id, b_id}, 1, RULESET), "the refit")
+    check_board(entries, "FITTED")
