@@ -33,6 +33,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -385,50 +387,64 @@ def _cpu_ratio(result: dict[str, Any]) -> None:
         result["move_cpu_vs_floor"] = round(move / floor_cpu, 2)
 
 
-def bench_service(clients: int, seconds: float, seed: int, url: str | None, quick: bool = False) -> dict[str, Any]:
-    """Start Redis (embedded, unless REDIS_URL is set) and one `serve` process (unless ``url``
-    names a running server), then measure the floor, solo play and seated play (with
-    ``quick``, the floor and solo play only)."""
+@contextmanager
+def running_server(url: str | None = None) -> Iterator[tuple[str, int, str | None, dict[str, int]]]:
+    """Redis (embedded, unless REDIS_URL is set) and one `serve` process, unless ``url`` names
+    a running server: (host, port, Redis URL or None, the pids whose CPU is measured)."""
     from service.store.embedded_redis import EmbeddedRedis
 
     processes: list[subprocess.Popen[bytes]] = []
     embedded = None
-    redis_url_for_house: str | None = os.environ.get("REDIS_URL")
+    redis_url: str | None = os.environ.get("REDIS_URL")
     try:
+        pids: dict[str, int] = {}
         if url is None:
-            redis_url = os.environ.get("REDIS_URL")
             if not redis_url:
                 embedded = EmbeddedRedis(Path(tempfile.mkdtemp(prefix="wza-bench-")), appendonly=False)
                 redis_url = embedded.start()
-            redis_url_for_house = redis_url
+                assert embedded.process is not None
+                pids["redis"] = embedded.process.pid
             port = _free_port()
             # the bench's clients register many bots and make many moves, all from this machine
             env = {
                 **os.environ, "REDIS_URL": redis_url, "ARENA_RATE_LIMIT_PER_SECOND": "100000",
                 "ARENA_RATE_LIMIT_BURST": "100000", "ARENA_REGISTRATIONS_PER_ADDRESS_PER_HOUR": "1000000",
+                "ARENA_MAX_WAITS_PER_CLIENT": "100000",
             }
             processes.append(subprocess.Popen(
                 [sys.executable, "-m", "wizard_arena", "serve", "--port", str(port), "--log-level", "warning"], env=env
             ))
+            pids["server"] = processes[0].pid
             host = "127.0.0.1"
             _wait_healthy(host, port)
         else:
             host, _, port_text = url.removeprefix("http://").rstrip("/").partition(":")
             port = int(port_text or 80)
+        yield host, port, redis_url, pids
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(15)
+        if embedded is not None:
+            embedded.stop()
+            shutil.rmtree(embedded.data_dir, ignore_errors=True)
+
+
+def bench_service(clients: int, seconds: float, seed: int, url: str | None, quick: bool = False) -> dict[str, Any]:
+    """Measure the floor, solo play and seated play (with ``quick``, the floor and solo play
+    only) against :func:`running_server`."""
+    with running_server(url) as (host, port, redis_url, pids):
         result: dict[str, Any] = {
             "clients": clients,
             "seconds": seconds,
             "machine": f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}",
         }
-        pids = {"server": processes[0].pid} if processes else {}
-        if embedded is not None and embedded.process is not None:
-            pids["redis"] = embedded.process.pid
         asyncio.run(floor(host, port, clients, 1.0))  # warm-up
         result["floor"] = _with_cpu(pids, lambda: asyncio.run(floor(host, port, clients, seconds)))
         result["solo"] = _with_cpu(pids, lambda: asyncio.run(solo(host, port, clients, seconds, seed)))
-        if processes:
+        if "server" in pids:
             result["interleaved"] = asyncio.run(
-                interleaved(host, port, clients, max(seconds, 10.0), seed + 7, processes[0].pid)
+                interleaved(host, port, clients, max(seconds, 10.0), seed + 7, pids["server"])
             )
         if quick:
             result["move_cost_vs_floor"] = round(result["floor"]["per_second"] / result["solo"]["per_second"], 2)
@@ -438,18 +454,11 @@ def bench_service(clients: int, seconds: float, seed: int, url: str | None, quic
             pids, lambda: asyncio.run(solo(host, port, clients, seconds, seed + 1, MOVE_QUERY_FULL_VIEW))
         )
         result["seats"] = _with_cpu(pids, lambda: asyncio.run(seats(host, port, clients, seconds, seed)))
-        if redis_url_for_house is not None:
-            result["house_bot_delay"] = asyncio.run(house_bots(host, port, redis_url_for_house, seed))
+        if redis_url is not None:
+            result["house_bot_delay"] = asyncio.run(house_bots(host, port, redis_url, seed))
         result["move_cost_vs_floor"] = round(result["floor"]["per_second"] / result["solo"]["per_second"], 2)
         _cpu_ratio(result)
         return result
-    finally:
-        for process in processes:
-            process.terminate()
-            process.wait(15)
-        if embedded is not None:
-            embedded.stop()
-            shutil.rmtree(embedded.data_dir, ignore_errors=True)
 
 
 def _wait_healthy(host: str, port: int, timeout: float = 30) -> None:

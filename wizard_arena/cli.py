@@ -7,9 +7,13 @@ import json
 import signal
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from sdk.cli import add_commands as add_bot_author_commands
 from wizard import Ruleset, Variant
+
+if TYPE_CHECKING:  # the service's stack is imported by the commands that run it only
+    from service.settings import Settings
 
 
 def _print(result: dict, as_json: bool) -> None:
@@ -30,6 +34,13 @@ def _bench_bots(args: argparse.Namespace) -> None:
     from bench.bots import bench_bots
 
     _print(bench_bots(args.matches, args.players, args.ruleset, args.seed), args.json)
+
+
+def _bench_waiting(args: argparse.Namespace) -> None:
+    from bench.waiting import bench_waiting
+
+    result = bench_waiting(args.scenario, args.bots, args.matches, args.seconds, args.move_timeout_ms, args.seed)
+    print(json.dumps(result) if args.json else json.dumps(result, indent=2))
 
 
 def _bench_service(args: argparse.Namespace) -> None:
@@ -74,10 +85,30 @@ def _configure_logging(level: str) -> None:
     logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
-def _serve(args: argparse.Namespace) -> None:
+def _run_api(
+    settings: Settings, host: str, port: int, log_level: str, access_log: bool, workers: int | None = None
+) -> None:
+    """The API under uvicorn, as `serve` and `up` both run it: the factory, the HTTP protocol
+    with the settings' deadlines for slow clients, the sans-I/O WebSocket protocol."""
     import uvicorn
 
-    from service.api.http_limits import raise_open_files_limit, slow_client_protocol
+    from service.api.http_limits import slow_client_protocol
+
+    uvicorn.run(
+        "service.api.app:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=log_level,
+        access_log=access_log,
+        http=slow_client_protocol(settings),  # type: ignore[arg-type]
+        ws="websockets-sansio",
+    )
+
+
+def _serve(args: argparse.Namespace) -> None:
+    from service.api.http_limits import raise_open_files_limit
     from service.settings import Settings
 
     settings = Settings()
@@ -85,16 +116,7 @@ def _serve(args: argparse.Namespace) -> None:
         sys.exit("wizard-arena serve: set REDIS_URL to your Redis server (or run `wizard-arena up`, which starts one)")
     _configure_logging(args.log_level)
     raise_open_files_limit()  # inherited by the --workers processes
-    uvicorn.run(
-        "service.api.app:create_app",
-        factory=True,
-        host=args.host,
-        port=args.port,
-        workers=args.workers,
-        log_level=args.log_level,
-        access_log=args.access_log,
-        http=slow_client_protocol(settings),  # type: ignore[arg-type]
-    )
+    _run_api(settings, args.host, args.port, args.log_level, args.access_log, args.workers)
 
 
 def _worker(args: argparse.Namespace) -> None:
@@ -123,9 +145,7 @@ def _up(args: argparse.Namespace) -> None:
     import os
     import subprocess
 
-    import uvicorn
-
-    from service.api.http_limits import raise_open_files_limit, slow_client_protocol
+    from service.api.http_limits import raise_open_files_limit
     from service.settings import Settings
     from service.store.embedded_redis import AofDamaged, DataDirBusy, DataDirLock, EmbeddedRedis, die_with_parent
 
@@ -169,10 +189,7 @@ def _up(args: argparse.Namespace) -> None:
             process_group=0,  # its own group (with its RQ scheduler): Ctrl-C reaches this process, which stops it
         )
         print(f"GraphiQL: {api}/graphql", flush=True)
-        uvicorn.run(
-            "service.api.app:create_app", factory=True, host=args.host, port=args.port,
-            log_level=args.log_level, access_log=False, http=slow_client_protocol(settings),  # type: ignore[arg-type]
-        )
+        _run_api(settings, args.host, args.port, args.log_level, access_log=False)
     finally:
         if lock is not None:
             lock.stopping()  # an `up` started meanwhile waits for this one instead of refusing
@@ -267,6 +284,18 @@ def build_parser() -> argparse.ArgumentParser:
     service.add_argument("--quick", action="store_true", help="measure the floor and solo moves only")
     service.add_argument("--json", action="store_true", help="print one JSON line")
     service.set_defaults(run=_bench_service)
+
+    waiting = benches.add_parser(
+        "waiting", help="bots on the myTurns subscription against one serve process: idle at scale, or playing"
+    )
+    waiting.add_argument("scenario", choices=["idle", "play"])
+    waiting.add_argument("--bots", type=int, default=16)
+    waiting.add_argument("--matches", type=int, default=64, help="four-player matches (play)")
+    waiting.add_argument("--seconds", type=float, default=10.0, help="the measured window")
+    waiting.add_argument("--move-timeout-ms", type=int, default=10_000)
+    waiting.add_argument("--seed", type=int, default=1)
+    waiting.add_argument("--json", action="store_true", help="print one JSON line")
+    waiting.set_defaults(run=_bench_waiting)
 
     ratings = benches.add_parser("ratings", help="matches until each rating method finds the true order of simulated bots")
     ratings.add_argument("--seeds", type=int, default=20, help="simulated fields of 20 bots, averaged")

@@ -30,6 +30,7 @@ from service.store.feed import RESYNC, EventFeed, Watch
 from service.store.keys import bot_channel, match_channel
 from service.store.matches import MatchEvent, MatchStore, Seated, Stored, WaitingFull, after_event
 from wizard import HOUSE_BOTS, MatchConfig, Move, WizardError, fallback_move, new_match
+from wizard.record import record_of
 
 log = logging.getLogger("wizard_arena.matches")
 
@@ -141,7 +142,7 @@ class MatchService:
                 "published when the whole set has finished"
             )
         text = await self.matches.record(match_id)
-        record: dict[str, Any] = json.loads(text) if text else stored.match.state.record().to_dict()
+        record: dict[str, Any] = json.loads(text) if text else record_of(stored.match.state).to_dict()
         record["matchId"] = match_id
         # the hash the match published at its start, from the live state, so that a replay
         # checking the record's seed against it checks something the record did not derive
@@ -329,7 +330,7 @@ class MatchService:
     def _record_if_finished(match: LiveMatch) -> bytes:
         if match.status is not MatchStatus.FINISHED:
             return b""
-        return orjson.dumps(match.state.record().to_dict(), option=orjson.OPT_NON_STR_KEYS)
+        return orjson.dumps(record_of(match.state).to_dict(), option=orjson.OPT_NON_STR_KEYS)
 
     async def _committed(self, match: LiveMatch, event: dict[str, Any]) -> None:
         """What follows a commit in this process: metrics, and the house bots' turns."""

@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 
 from wizard import HOUSE_BOTS, MatchConfig, MatchState, MatchView, Phase, Ruleset, Variant, new_match
+from wizard.record import state_from_bytes
 
 
 class HouseBotKind(str, Enum):
@@ -124,7 +125,7 @@ class MatchSettings:
         )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)  # weakref: the API keeps answers with the match
 class LiveMatch:
     id: str
     settings: MatchSettings
@@ -273,7 +274,7 @@ class LiveMatch:
     def from_stored(
         cls, match_id: str, version: int, settings_json: bytes, state_bytes: bytes, live_json: bytes
     ) -> LiveMatch:
-        state = MatchState.from_bytes(state_bytes)
+        state = state_from_bytes(state_bytes)
         settings = MatchSettings.from_json(settings_json, state.config)
         live = orjson.loads(live_json)
         return cls(

@@ -42,10 +42,10 @@ from typing import Any
 from hiredis import pack_command
 from redis.asyncio import Redis
 from redis.asyncio.connection import AbstractConnection
-from redis.maint_notifications import MaintNotificationsConfig
 
 from service.errors import LimitExceeded
 from service.model.live_match import LiveMatch
+from service.store.connections import dedicated_connection
 from service.store.keys import match_channel
 from service.store.matches import MatchEvent, MatchStore, Seated, after_event, decode_published
 
@@ -381,14 +381,7 @@ class EventFeed:
             delay = min(delay * 2, 2.0)
 
     async def _open(self) -> AbstractConnection:
-        pool = self._redis.connection_pool
-        connection = pool.connection_class(**{
-            **pool.connection_kwargs,
-            "socket_timeout": None,
-            "health_check_interval": 0,
-            "protocol": 2,
-            "maint_notifications_config": MaintNotificationsConfig(enabled=False),
-        })
+        connection = dedicated_connection(self._redis)  # the watchdog's PINGs prove it alive
         try:
             async with asyncio.timeout(self.timeout):
                 await connection.connect()

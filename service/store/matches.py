@@ -23,6 +23,7 @@ from service.store.keys import (
     settle_claim_key,
 )
 from service.store.script_line import ScriptLine
+from wizard.record import state_to_bytes
 
 # Commit one event: compare the version (and the id of the latest event, so that a snapshot
 # guessed from before a Redis failover cannot pass for the current one), append the event,
@@ -238,7 +239,7 @@ class MatchStore:
         created, earliest = await self._create(
             keys=keys,
             args=[
-                match.id, match.version, match.settings.to_json(), match.state.to_bytes(), match.live_json(),
+                match.id, match.version, match.settings.to_json(), state_to_bytes(match.state), match.live_json(),
                 _due(match), "1" if sealed else "", str(waiting_limit) if waiting and waiting_limit else "",
                 orjson.dumps({"t": "create"}), *(orjson.dumps(e) for e in events),
             ],
@@ -297,7 +298,7 @@ class MatchStore:
             keys.append(bot_waiting_key(match.settings.created_by))
         event_json = orjson.dumps(event)
         args = [
-            match.version - 1, match.id, match.state.to_bytes(), match.live_json(), event_json, _due(match), record,
+            match.version - 1, match.id, state_to_bytes(match.state), match.live_json(), event_json, _due(match), record,
             "1" if match.ended else "", match.event_id or "", mode, "1" if leaves_waiting else "0",
         ]
         try:

@@ -41,7 +41,8 @@ from redis.commands.core import AsyncScript
 from redis.exceptions import BusyLoadingError, NoScriptError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-from redis.maint_notifications import MaintNotificationsConfig
+
+from service.store.connections import dedicated_connection
 
 #: answers that fail their own call only (redis-py raises LOADING as a connection error)
 _CALL_ERRORS = (ResponseError, BusyLoadingError)
@@ -131,17 +132,7 @@ class ScriptLine:
         return line
 
     async def _open(self) -> _Line:
-        pool = self._redis.connection_pool
-        connection = pool.connection_class(**{
-            **pool.connection_kwargs,
-            # no socket timeout: it would run every write in a task of its own (the watchdog
-            # times the answers); RESP2 and no maintenance notifications: nothing but the
-            # answers to this line's own commands ever arrives on it
-            "socket_timeout": None,
-            "health_check_interval": 0,
-            "protocol": 2,
-            "maint_notifications_config": MaintNotificationsConfig(enabled=False),
-        })
+        connection = dedicated_connection(self._redis)  # the watchdog times the answers
         try:
             async with asyncio.timeout(self._timeout):  # the handshake's reads too
                 await connection.connect()

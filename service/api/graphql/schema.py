@@ -19,6 +19,7 @@ from contract import MATCH, Shape
 from service.api.graphql.context import RequestContext
 from service.api.graphql.documents import DocumentCache, Documents
 from service.api.graphql.errors import ErrorCodes
+from service.api.graphql.execution import ArenaExecutionContext
 from service.api.graphql.limits import DocumentMeter, Limits
 from service.api.graphql.tournament_types import (
     LEADERBOARD,
@@ -268,6 +269,7 @@ def build_schema(settings: Settings) -> strawberry.Schema:
         mutation=Mutation,
         subscription=Subscription,
         config=StrawberryConfig(disable_field_suggestions=True),
+        execution_context_class=ArenaExecutionContext,
         # Factories, not instances: each request gets its own extension objects (an instance
         # shared by concurrent requests would see another request's execution context).
         extensions=[

@@ -192,6 +192,14 @@ class LiveMatchType(Match):
         self._live = live
         self._seat = viewer_seat
 
+    @property
+    def live(self) -> LiveMatch:
+        return self._live
+
+    @property
+    def viewer_seat(self) -> int | None:
+        return self._seat
+
     @cached_property
     def _view(self) -> MatchView:
         return self._live.view(self._seat)
