@@ -54,7 +54,7 @@ class Lease:
         self.token_hash = token_hash
         self.left = left
         self.until = until
-        self.served = 1
+        self.served = 0
 
 
 class BotService:
@@ -65,6 +65,8 @@ class BotService:
         self.bots = bots
         self.settings = settings
         self._leases: dict[str, Lease] = {}
+        #: the lookup under way for a token (by its hash), which its other requests wait for
+        self._lookups: dict[str, asyncio.Future[Exception | None]] = {}
         #: one build of the look-alike index at a time in this process
         self._indexing = asyncio.Lock()
 
@@ -130,39 +132,72 @@ class BotService:
         return await self.bots.get(bot_id) if isinstance(bot_id, str) and 0 < len(bot_id) <= 64 else None
 
     async def authenticate(self, token: str | None) -> Caller | None:
-        """The bot a token belongs to (None without a token); takes one request from its bucket."""
+        """The bot a token belongs to (None without a token); takes one request from its bucket.
+
+        The requests of one token share one lookup at a time in this process: those that
+        arrive while it is under way wait for it and spend the lease it brings, so a burst of
+        concurrent requests costs a few round trips and takes from the bucket no more than
+        this process will spend."""
         if token is None:
             return None
         if len(token) > 256:
             raise Unauthenticated("the token is not valid: use the token registerBot gave you")
         digest = hash_token(token)
+        if self.settings.rate_limit_lease_max == 1:  # ask Redis on every request
+            return (await self._lookup(digest, 1, time.monotonic())).caller
+        while True:
+            caller = self._spend(digest)
+            if caller is not None:
+                return caller
+            lookup = self._lookups.get(digest)
+            if lookup is None:
+                lookup = self._lookups[digest] = asyncio.ensure_future(self._renew(digest))
+                lookup.add_done_callback(lambda _: self._lookups.pop(digest, None))
+            # shielded: a request that goes away does not cut short the lookup others wait on
+            error = await asyncio.shield(lookup)
+            if error is not None:
+                raise error.with_traceback(None)  # the same answer for every request that waited
+
+    def _spend(self, digest: str) -> Caller | None:
+        """One request from the token's lease in this process, if any is left in time."""
+        lease = self._leases.get(digest)
+        if lease is None or lease.left <= 0 or time.monotonic() >= lease.until:
+            return None
+        if not hmac.compare_digest(lease.token_hash, digest):
+            return None
+        lease.left -= 1
+        lease.served += 1
+        return lease.caller
+
+    async def _renew(self, digest: str) -> Exception | None:
+        """Lease the token's next requests (None, or the lookup's error): twice what the last
+        lease served when that was used up, what it served when it lapsed."""
         now = time.monotonic()
         lease = self._leases.get(digest)
-        if lease is not None and lease.left > 0 and now < lease.until and hmac.compare_digest(lease.token_hash, digest):
-            lease.left -= 1
-            lease.served += 1
-            return lease.caller
+        most = self.settings.rate_limit_lease_max
+        wanted = 1 if lease is None else min(most, max(1, lease.served * 2 if lease.left <= 0 else lease.served))
+        try:
+            self._keep(digest, await self._lookup(digest, wanted, now))
+        except Exception as error:  # noqa: BLE001 - the answer to every request that waited
+            return error
+        return None
+
+    async def _lookup(self, digest: str, wanted: int, now: float) -> Lease:
+        """Up to ``wanted`` requests from the token's bucket in Redis, as a lease that lapses
+        ``rate_limit_lease_ms`` after ``now`` (taken before the lookup was sent, so that it
+        lapses here before Redis stops counting it)."""
         s = self.settings
-        wanted = 1 if lease is None else min(s.rate_limit_lease_max, lease.served * 2 if lease.left <= 0 else lease.served)
         found, granted, wait_ms = await self.bots.by_token(
-            digest, s.rate_limit_per_second / 1000, s.rate_limit_burst, max(1, wanted), s.rate_limit_lease_ms
+            digest, s.rate_limit_per_second / 1000, s.rate_limit_burst, wanted, s.rate_limit_lease_ms
         )
         if found is None or not hmac.compare_digest(found["hash"], digest):
             raise Unauthenticated("the token is not valid: use the token registerBot gave you")
         if granted <= 0:
             raise RateLimited(wait_ms / 1000)
-        caller = Caller(found["id"], found["name"])
-        if granted > 1 or s.rate_limit_lease_max > 1:
-            # timed from before the lookup was sent, so it lapses here before Redis stops counting it
-            self._keep(digest, Lease(caller, found["hash"], granted - 1, now + s.rate_limit_lease_ms / 1000))
-        return caller
+        return Lease(Caller(found["id"], found["name"]), found["hash"], granted, now + s.rate_limit_lease_ms / 1000)
 
     def _keep(self, digest: str, lease: Lease) -> None:
-        earlier = self._leases.pop(digest, None)
-        if earlier is not None and earlier.left > 0 and time.monotonic() < earlier.until:
-            # two lookups raced: spend the rest of both, within the earlier one's time
-            lease.left += earlier.left
-            lease.until = min(lease.until, earlier.until)
+        self._leases.pop(digest, None)  # re-inserted last: the oldest are dropped first
         self._leases[digest] = lease
         if len(self._leases) > self.MAX_LEASES:
             now = time.monotonic()
