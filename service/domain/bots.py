@@ -150,9 +150,8 @@ class BotService:
             if caller is not None:
                 return caller
             lookup = self._lookups.get(digest)
-            if lookup is None:
+            if lookup is None:  # (a lookup leaves the map before it is done: see _renew)
                 lookup = self._lookups[digest] = asyncio.ensure_future(self._renew(digest))
-                lookup.add_done_callback(lambda _: self._lookups.pop(digest, None))
             # shielded: a request that goes away does not cut short the lookup others wait on
             error = await asyncio.shield(lookup)
             if error is not None:
@@ -180,6 +179,10 @@ class BotService:
             self._keep(digest, await self._lookup(digest, wanted, now))
         except Exception as error:  # noqa: BLE001 - the answer to every request that waited
             return error
+        finally:
+            # Here, not in a done callback: a request that finds the lease spent must find no
+            # finished lookup to wait on, or its loop would never yield to the event loop.
+            self._lookups.pop(digest, None)
         return None
 
     async def _lookup(self, digest: str, wanted: int, now: float) -> Lease:
