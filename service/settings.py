@@ -20,6 +20,17 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("REDIS_URL", "ARENA_REDIS_URL"),
         description="redis:// or unix:// URL of the Redis server; unset: `up` starts an embedded one",
     )
+    database_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DATABASE_URL", "ARENA_DATABASE_URL"),
+        description="postgresql:// URL of the archive's database (finished matches, tournaments); unset: `up` starts "
+        "an embedded PostgreSQL, and `serve` and `worker` run without an archive (finished matches stay in Redis)",
+    )
+    archive_grace_seconds: int = Field(
+        default=600, ge=0,
+        description="how long an archived match's keys stay in Redis after its settlement (its readers move to the "
+        "archive)",
+    )
     data_dir: Path = Field(
         default=Path(".wizard-arena"),
         description="where the embedded Redis server keeps its data (append-only file) and socket",

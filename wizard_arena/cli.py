@@ -7,6 +7,7 @@ import json
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sdk.cli import add_commands as add_bot_author_commands
@@ -179,8 +180,16 @@ def _up(args: argparse.Namespace) -> None:
             lock.release()
             raise
         print(f"embedded Redis server: {embedded.url} (data in {embedded.data_dir})", flush=True)
+    database = None
     worker = None
     try:
+        if not settings.database_url:
+            from service.store.embedded_postgres import EmbeddedPostgres
+
+            database = EmbeddedPostgres(Path(settings.data_dir) / "postgres")
+            env["DATABASE_URL"] = os.environ["DATABASE_URL"] = database.start()
+            print(f"embedded PostgreSQL server: data in {database.data_dir}", flush=True)
+        _migrate_archive(env["DATABASE_URL"])
         worker = subprocess.Popen(
             [sys.executable, "-m", "wizard_arena", "worker", "--log-level", args.log_level], env=env,
             stdin=subprocess.DEVNULL,
@@ -200,10 +209,29 @@ def _up(args: argparse.Namespace) -> None:
             except subprocess.TimeoutExpired:
                 os.killpg(worker.pid, signal.SIGKILL)
                 worker.wait()
+        if database is not None:
+            database.stop()
         if embedded is not None:
             embedded.stop()
         if lock is not None:
             lock.release()
+
+
+def _migrate_archive(url: str) -> None:
+    from service.store.archive import migrate
+
+    migrate(url)
+
+
+def _migrate(args: argparse.Namespace) -> None:
+    from service.settings import Settings
+
+    settings = Settings()
+    if not settings.database_url:
+        sys.exit("wizard-arena migrate: set DATABASE_URL to the archive's PostgreSQL database (`up` migrates its own)")
+    _configure_logging(args.log_level)
+    _migrate_archive(settings.database_url)
+    print("the archive's schema is up to date", flush=True)
 
 
 def _up_command(args: argparse.Namespace, data_dir: object) -> str:
@@ -250,6 +278,12 @@ def build_parser() -> argparse.ArgumentParser:
         "whole file is kept) and start",
     )
     up.set_defaults(run=_up)
+
+    migrate = commands.add_parser(
+        "migrate", help="bring the archive's database (DATABASE_URL) to the newest schema; `up` does it itself"
+    )
+    migrate.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    migrate.set_defaults(run=_migrate)
 
     add_bot_author_commands(commands)
 

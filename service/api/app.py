@@ -3,6 +3,7 @@ opens the Redis pool and closes it."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import logging
@@ -396,11 +397,24 @@ def create_app(settings: Settings | None = None) -> Starlette:
         return request.app.state.services
 
     async def healthz(request: Request) -> Response:
+        """Redis and the archive's database, each on its own line. Without Redis nothing
+        works (503); without the database play goes on (settlement waits for it): 200,
+        "degraded"."""
+        services = services_of(request)
+        answer = {"status": "ok", "redis": "ok", "database": "ok" if services.archive else "not configured"}
         try:
-            await services_of(request).redis.ping()
+            await services.redis.ping()
         except Exception as error:  # noqa: BLE001 - any failure means "not healthy"
-            return JSONResponse({"status": "unavailable", "redis": str(error) or type(error).__name__}, 503)
-        return JSONResponse({"status": "ok"})
+            answer.update(status="unavailable", redis=str(error) or type(error).__name__)
+        if services.archive is not None:
+            try:
+                async with asyncio.timeout(2):
+                    await services.archive.ping()
+            except Exception as error:  # noqa: BLE001 - any failure means "not reachable"
+                answer["database"] = f"unavailable: {str(error) or type(error).__name__}"
+                if answer["status"] == "ok":
+                    answer["status"] = "degraded"
+        return JSONResponse(answer, 503 if answer["status"] == "unavailable" else 200)
 
     async def metrics_endpoint(request: Request) -> Response:
         return PlainTextResponse(metrics.render(), media_type=Metrics.content_type)

@@ -94,6 +94,24 @@ def _awaits(match: LiveMatch, caller: Caller) -> bool:
     return match.seat_of(caller.bot_id) in match.awaiting()
 
 
+def full_record(match: LiveMatch, stored: bytes | None) -> dict[str, Any]:
+    """A finished match's record as published (``GET /api/matches/{id}/record``, the archive):
+    the engine's record (as stored with the match's last move, else made from its state) with
+    who sat where and the match's own facts."""
+    record: dict[str, Any] = json.loads(stored) if stored else record_of(match.state).to_dict()
+    record["matchId"] = match.id
+    # the hash the match published at its start, from the live state, so that a replay
+    # checking the record's seed against it checks something the record did not derive
+    state = match.state
+    record["seedHash"] = state.seed_hash
+    record["seedChosen"] = match.settings.seed_chosen
+    outcome = state.outcome
+    record["winners"] = None if outcome is None else list(outcome.winners)
+    record["seats"] = [None if h is None else {"id": h.id, "name": h.name, "house": h.house} for h in match.seats]
+    record["timeouts"] = match.timeouts
+    return record
+
+
 class MatchService:
     def __init__(
         self,
@@ -141,19 +159,7 @@ class MatchService:
                 f"match {match_id} belongs to a duplicate set still being played (same deals); its record is "
                 "published when the whole set has finished"
             )
-        text = await self.matches.record(match_id)
-        record: dict[str, Any] = json.loads(text) if text else record_of(stored.match.state).to_dict()
-        record["matchId"] = match_id
-        # the hash the match published at its start, from the live state, so that a replay
-        # checking the record's seed against it checks something the record did not derive
-        state = stored.match.state
-        record["seedHash"] = state.seed_hash
-        record["seedChosen"] = stored.match.settings.seed_chosen
-        outcome = state.outcome
-        record["winners"] = None if outcome is None else list(outcome.winners)
-        record["seats"] = [None if h is None else {"id": h.id, "name": h.name, "house": h.house} for h in stored.match.seats]
-        record["timeouts"] = stored.match.timeouts
-        return record
+        return full_record(stored.match, await self.matches.record(match_id))
 
     # ------------------------------------------------------------------ creating and seating
     async def create(self, caller: Caller, spec: NewMatch) -> LiveMatch:

@@ -70,11 +70,15 @@ class RatingService:
             changes = []
             for identity in unique:
                 rating, games = current[identity] or (INITIAL_RATING, 0)
-                changes.append((identity, names[identity], games, rating + delta[identity]))
+                changes.append((identity, names[identity], games, rating, rating + delta[identity]))
             result = {"matchId": match.id, "bots": identities, "scores": scores}
             if await self.ratings.apply(match.id, ruleset, changes, result) >= 0:
                 return
         raise RuntimeError(f"ratings for match {match.id} kept changing; the settlement will be retried")
+
+    async def changes(self, match_id: str) -> list[dict[str, Any]] | None:
+        """A settled match's rating changes (bot, name, before, after); None: it moved none."""
+        return await self.ratings.changes(match_id)
 
     async def request_fit(self, ruleset: str) -> None:
         """Ask the workers to refit a ruleset's FITTED ratings (after a rated tournament, or on

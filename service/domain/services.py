@@ -21,6 +21,7 @@ from service.domain.settlement import Settlement
 from service.domain.tournaments import TournamentService
 from service.metrics import Metrics
 from service.settings import Settings
+from service.store.archive import Archive
 from service.store.bots import BotStore
 from service.store.feed import EventFeed
 from service.store.matches import MatchStore
@@ -46,6 +47,8 @@ class Services:
     tournaments: TournamentService
     ratings: RatingService
     settlement: Settlement
+    #: the archive of finished matches and tournaments (None: no DATABASE_URL)
+    archive: Archive | None = None
 
     @classmethod
     def open(cls, settings: Settings, metrics: Metrics | None = None, role: str = "api") -> Services:
@@ -64,19 +67,22 @@ class Services:
         redis = Redis(connection_pool=pool, decode_responses=False)
         metrics = metrics or Metrics()
         scripts = ScriptLine(redis)
+        archive = Archive(settings.database_url) if settings.database_url else None
         bot_store = BotStore(redis, scripts)
-        match_store = MatchStore(redis, scripts)
+        match_store = MatchStore(redis, scripts, archive, settings.archive_grace_seconds)
         feed = EventFeed(redis, match_store, settings.max_waits_per_client)
         metrics.follow(feed)
         matches = MatchService(match_store, bot_store, settings, feed, on_change=metrics.on_change)
         ratings = RatingService(RatingStore(redis))
         tournaments = TournamentService(TournamentStore(redis), matches, ratings, settings)
-        settlement = Settlement(matches.matches, tournaments, ratings)
+        settlement = Settlement(matches.matches, tournaments, ratings, archive)
         return cls(settings, redis, scripts, BotService(bot_store, settings), matches, metrics, tournaments,
-                   ratings, settlement)
+                   ratings, settlement, archive)
 
     async def close(self) -> None:
         await self.matches.close()
         await self.matches.feed.close()
         await self.scripts.close()
         await self.redis.aclose()
+        if self.archive is not None:
+            await self.archive.close()

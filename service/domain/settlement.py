@@ -5,21 +5,33 @@ next step (``service.domain.tournaments``).
 A match is settled by the workers, never by the request that ended it: the commit that ends
 a match puts it in the settlement queue (``matches:unsettled``) in the same script, the
 workers' clock claims it and runs a job (``worker.jobs.settle_match``) that calls
-:meth:`Settlement.settle`; a job that a dead worker left unfinished is claimed again."""
+:meth:`Settlement.settle`; a job that a dead worker left unfinished is claimed again.
+
+Its steps, each of which may run again: the ratings (applied once, marked in the same
+script), the tournament's next step, the archive (an upsert by match id, with the rating
+changes read back), and last the match's leaving the queue with its keys set to expire. A
+worker killed between any two steps leaves the match queued, and the next run does what is
+left and repeats what is done without doubling it."""
 
 from __future__ import annotations
 
+from service.domain.archiving import archived_match
 from service.domain.ratings import RatingService
 from service.domain.tournaments import TournamentService
 from service.model.tournament import TournamentStatus
+from service.store.archive import Archive
+from service.store.clock import now_ms
 from service.store.matches import MatchStore
 
 
 class Settlement:
-    def __init__(self, matches: MatchStore, tournaments: TournamentService, ratings: RatingService) -> None:
+    def __init__(
+        self, matches: MatchStore, tournaments: TournamentService, ratings: RatingService, archive: Archive | None
+    ) -> None:
         self.matches = matches
         self.tournaments = tournaments
         self.ratings = ratings
+        self.archive = archive
 
     async def claim(self, limit: int, claim_seconds: int) -> list[str]:
         """Ended matches to settle now, claimed for ``claim_seconds`` (see MatchStore.claim_unsettled)."""
@@ -41,4 +53,9 @@ class Settlement:
                     await self.tournaments.settle_cut_short(t)  # it played on after the cancel
             else:
                 await self.ratings.settle(match)
-        await self.matches.settled(match_id)
+            if self.archive is not None:
+                ended_ms = await self.matches.ended_ms(match_id) or now_ms()
+                changes = await self.ratings.changes(match_id)
+                record = await self.matches.record(match_id)
+                await self.archive.put_match(archived_match(match, stored.event_id, record, changes, ended_ms))
+        await self.matches.settled(match_id, archived=self.archive is not None and stored is not None)

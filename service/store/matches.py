@@ -13,6 +13,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from service.model.live_match import LiveMatch, MatchStatus
+from service.store.archive import Archive
 from service.store.keys import (
     DEADLINES,
     UNSETTLED,
@@ -215,8 +216,13 @@ class MatchStore:
 
     FIELDS = ("version", "settings", "state", "live", "eid", "sealed")
 
-    def __init__(self, redis: Redis, scripts: ScriptLine) -> None:
+    def __init__(
+        self, redis: Redis, scripts: ScriptLine, archive: Archive | None = None, grace_seconds: int = 600
+    ) -> None:
         self.redis = redis
+        #: where a match is read once Redis no longer holds it (None: nowhere)
+        self.archive = archive
+        self.grace_seconds = grace_seconds
         #: the hot path's scripts (commits) go down the process's pipelined connection
         self.scripts = scripts
         self._commit = redis.register_script(COMMIT_EVENT)
@@ -250,20 +256,32 @@ class MatchStore:
         return bool(created)
 
     async def unseal(self, match_ids: Iterable[str]) -> None:
+        """The matches of a duplicate set that has finished show their play: in Redis, and in
+        the archive for those already there."""
+        ids = list(match_ids)
         async with self.redis.pipeline(transaction=True) as pipe:
-            for match_id in match_ids:
+            for match_id in ids:
                 pipe.hdel(match_key(match_id), "sealed")
             await pipe.execute()
+        if self.archive is not None:
+            await self.archive.unseal(ids)
 
     async def load(self, match_id: str) -> Stored | None:
-        values = await self.redis.hmget(match_key(match_id), self.FIELDS)
-        return self._stored(match_id, values)
+        """The match from Redis, or once it has left Redis, from the archive (None: unknown)."""
+        return (await self.load_many([match_id]))[0]
 
     async def load_many(self, match_ids: Sequence[str]) -> list[Stored | None]:
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for match_id in match_ids:
-                pipe.hmget(match_key(match_id), self.FIELDS)
-            rows = await pipe.execute()
+        if len(match_ids) == 1:
+            rows = [await self.redis.hmget(match_key(match_ids[0]), self.FIELDS)]
+        else:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for match_id in match_ids:
+                    pipe.hmget(match_key(match_id), self.FIELDS)
+                rows = await pipe.execute()
+        gone = [m for m, values in zip(match_ids, rows, strict=True) if values[0] is None]
+        if gone and self.archive is not None:
+            archived = await self.archive.stored_fields(gone)
+            rows = [archived.get(m, values) if values[0] is None else values for m, values in zip(match_ids, rows, strict=True)]
         return [self._stored(m, values) for m, values in zip(match_ids, rows, strict=True)]
 
     @staticmethod
@@ -330,7 +348,12 @@ class MatchStore:
         return True
 
     async def record(self, match_id: str) -> bytes | None:
-        return await self.redis.hget(match_key(match_id), "record")
+        """A finished match's record as JSON (None: none stored)."""
+        record = await self.redis.hget(match_key(match_id), "record")
+        if record is None and self.archive is not None:
+            archived = await self.archive.record(match_id)
+            record = None if archived is None else orjson.dumps(archived)
+        return record
 
     async def events_after(self, match_id: str, event_id: bytes | None) -> list[MatchEvent]:
         """The match's events after ``event_id`` (all of them for None), oldest first."""
@@ -348,9 +371,20 @@ class MatchStore:
         claimed = await self._claim_unsettled(keys=[UNSETTLED], args=[limit, claim_seconds, settle_claim_key("")])
         return [m.decode() for m in claimed]
 
-    async def settled(self, match_id: str) -> None:
-        """The match's settlement is done: it leaves the queue."""
-        await self.redis.zrem(UNSETTLED, match_id)
+    async def ended_ms(self, match_id: str) -> int | None:
+        """When an ended match ended (its time in the settlement queue; None once it left it)."""
+        score = await self.redis.zscore(UNSETTLED, match_id)
+        return None if score is None else int(score)
+
+    async def settled(self, match_id: str, archived: bool) -> None:
+        """The match's settlement is done: it leaves the queue, and once ``archived``, its keys
+        leave Redis after the grace period (its readers find it in the archive)."""
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.zrem(UNSETTLED, match_id)
+            if archived:
+                pipe.expire(match_key(match_id), self.grace_seconds)
+                pipe.expire(events_key(match_id), self.grace_seconds)
+            await pipe.execute()
 
     async def set_due(self, match_id: str, due_ms: int | None) -> None:
         """Put a match in the sweeper's index at ``due_ms`` (out of it for None)."""

@@ -14,14 +14,15 @@ from service.store.keys import FIT_REQUESTS, fit_claim_key, history_key, leaderb
 
 # Apply one match's rating changes exactly once: skipped when the match is marked applied;
 # refused (-1) when a bot's rating moved since it was read (the caller recomputes); else
-# every bot's rating, history and leaderboard place, the result for the fit, and the mark,
-# all at once. KEYS: applied, leaderboard, results, names, then (ratings, history) per bot.
-# ARGV: match id, ruleset, result JSON, time ms, then (bot, name, games read, rating) per bot.
+# every bot's rating, history and leaderboard place, the result for the fit, the match's
+# changes (for the archive) and the mark, all at once. KEYS: applied, leaderboard, results,
+# names, changes, then (ratings, history) per bot. ARGV: match id, ruleset, result JSON, time
+# ms, then (bot, name, games read, rating) per bot, then the changes JSON.
 APPLY_RATINGS = """
 if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return 0 end
-local bots = (#KEYS - 4) / 2
+local bots = (#KEYS - 5) / 2
 for i = 1, bots do
-  local current = redis.call('HGET', KEYS[3 + 2 * i], ARGV[2])
+  local current = redis.call('HGET', KEYS[4 + 2 * i], ARGV[2])
   local games = 0
   if current then games = cjson.decode(current)['games'] end
   if games ~= tonumber(ARGV[4 + 4 * (i - 1) + 3]) then return -1 end
@@ -30,13 +31,14 @@ for i = 1, bots do
   local base = 4 + 4 * (i - 1)
   local rating = tonumber(ARGV[base + 4])
   local games = tonumber(ARGV[base + 3]) + 1
-  redis.call('HSET', KEYS[3 + 2 * i], ARGV[2], cjson.encode({rating = rating, games = games}))
-  redis.call('RPUSH', KEYS[4 + 2 * i], cjson.encode({rating = rating, matchId = ARGV[1], at = tonumber(ARGV[4])}))
+  redis.call('HSET', KEYS[4 + 2 * i], ARGV[2], cjson.encode({rating = rating, games = games}))
+  redis.call('RPUSH', KEYS[5 + 2 * i], cjson.encode({rating = rating, matchId = ARGV[1], at = tonumber(ARGV[4])}))
   redis.call('ZADD', KEYS[2], rating, ARGV[base + 1])
   redis.call('HSET', KEYS[4], ARGV[base + 1], ARGV[base + 2])
 end
 redis.call('SADD', KEYS[1], ARGV[1])
 redis.call('RPUSH', KEYS[3], ARGV[3])
+redis.call('HSET', KEYS[5], ARGV[1], ARGV[#ARGV])
 return 1
 """
 
@@ -62,6 +64,7 @@ class RatingStore:
 
     APPLIED = "ratings:applied"
     NAMES = "ratings:names"
+    CHANGES = "ratings:changes"
 
     def __init__(self, redis: Redis) -> None:
         self.redis = redis
@@ -96,15 +99,22 @@ class RatingStore:
         return bool(await self.redis.sismember(self.APPLIED, match_id))
 
     async def apply(
-        self, match_id: str, ruleset: str, changes: Sequence[tuple[str, str, int, float]], result: dict[str, Any]
+        self, match_id: str, ruleset: str, changes: Sequence[tuple[str, str, int, float, float]], result: dict[str, Any]
     ) -> int:
-        """``changes``: (bot, name, games read, new rating). 1 applied, 0 already applied, -1 stale."""
-        keys = [self.APPLIED, leaderboard_key(ruleset, "ELO"), f"ratings:results:{ruleset}", self.NAMES]
+        """``changes``: (bot, name, games read, rating read, new rating). 1 applied, 0 already
+        applied, -1 stale."""
+        keys = [self.APPLIED, leaderboard_key(ruleset, "ELO"), f"ratings:results:{ruleset}", self.NAMES, self.CHANGES]
         args: list[Any] = [match_id, ruleset, json.dumps(result, separators=(",", ":")), now_ms()]
-        for bot_id, name, games, rating in changes:
+        for bot_id, name, games, _, rating in changes:
             keys += [ratings_key(bot_id), history_key(bot_id, ruleset)]
             args += [bot_id, name, games, repr(float(rating))]
+        args.append(json.dumps([{"bot": b, "name": n, "before": old, "after": new} for b, n, _, old, new in changes]))
         return int(await self._apply(keys=keys, args=args))
+
+    async def changes(self, match_id: str) -> list[dict[str, Any]] | None:
+        """The rating changes applied for a match: (bot, name, before, after) each; None when none were."""
+        found = await self.redis.hget(self.CHANGES, match_id)
+        return None if found is None else json.loads(found)
 
     async def results(self, ruleset: str) -> list[dict[str, Any]]:
         return [json.loads(r) for r in await self.redis.lrange(f"ratings:results:{ruleset}", 0, -1)]

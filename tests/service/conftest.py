@@ -17,6 +17,8 @@ import redis
 from service.domain.services import Services
 from service.model.live_match import LiveMatch, MatchSettings, SeatHolder
 from service.settings import Settings
+from service.store.archive import migrate
+from service.store.embedded_postgres import EmbeddedPostgres
 from service.store.embedded_redis import EmbeddedRedis
 from tests.service.arena_client import Api, Process, free_port
 from wizard import MatchConfig, new_match
@@ -39,6 +41,23 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield from embedded_redis_url(tmp_path_factory.mktemp("redis"))
 
 
+def embedded_database_url(folder: Path) -> Iterator[str]:
+    """A real PostgreSQL server (the embedded one) in ``folder``, its archive schema made."""
+    server = EmbeddedPostgres(folder)
+    url = server.start()
+    try:
+        migrate(url)
+        yield url
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The archive's database, shared by the session's API processes and workers."""
+    yield from embedded_database_url(tmp_path_factory.mktemp("postgres"))
+
+
 @pytest.fixture
 def redis_client(redis_url: str) -> Iterator[redis.Redis]:
     client = redis.Redis.from_url(redis_url)
@@ -47,13 +66,13 @@ def redis_client(redis_url: str) -> Iterator[redis.Redis]:
 
 
 @pytest.fixture(scope="session")
-def start_api(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """Starts `wizard-arena serve` processes on the test Redis; extra settings as env vars."""
+def start_api(redis_url: str, database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Starts `wizard-arena serve` processes on the test Redis and database; extra settings as env vars."""
     started: list[Api] = []
 
     def start(**env: str) -> Api:
         port = free_port()
-        full_env = {**os.environ, "REDIS_URL": redis_url, **env}
+        full_env = {**os.environ, "REDIS_URL": redis_url, "DATABASE_URL": database_url, **env}
         log = tmp_path_factory.mktemp("api") / "serve.log"
         api = Api(Process(["serve", "--port", str(port), "--log-level", "warning"], full_env, log), port)
         started.append(api)
@@ -73,12 +92,13 @@ def api(start_api: Any) -> Api:
 
 
 @pytest.fixture(scope="session")
-def start_worker(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def start_worker(redis_url: str, database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     started: list[Process] = []
 
     def start(**env: str) -> Process:
         log = tmp_path_factory.mktemp("worker") / "worker.log"
-        process = Process(["worker", "--log-level", "warning"], {**os.environ, "REDIS_URL": redis_url, **env}, log)
+        env = {**os.environ, "REDIS_URL": redis_url, "DATABASE_URL": database_url, **env}
+        process = Process(["worker", "--log-level", "warning"], env, log)
         started.append(process)
         return process
 
@@ -91,10 +111,10 @@ def start_worker(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> It
 
 
 @pytest.fixture
-def services(redis_url: str) -> Services:
-    """The service's parts in this process, on the test Redis. A test uses them inside one
-    ``asyncio.run`` and closes them there (its Redis pool belongs to that event loop)."""
-    return Services.open(Settings(REDIS_URL=redis_url))
+def services(redis_url: str, database_url: str) -> Services:
+    """The service's parts in this process, on the test Redis and database. A test uses them
+    inside one ``asyncio.run`` and closes them there (its pools belong to that event loop)."""
+    return Services.open(Settings(REDIS_URL=redis_url, DATABASE_URL=database_url))
 
 
 TIMEOUT_MS = 5_000  # the move timeout of a live_match

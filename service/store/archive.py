@@ -1,0 +1,292 @@
+"""The archive: finished and aborted matches, their rating changes, and finished tournaments,
+in a relational database (PostgreSQL through SQLAlchemy 2's asyncio engine and asyncpg).
+
+Redis holds what is live; once settlement has archived a match (:meth:`Archive.put_match`, an
+upsert keyed by the match id, so a settlement that runs again writes the same rows), its keys
+in Redis expire after a grace period and every read of it comes from here. An archived
+match keeps the same six fields Redis held (``MatchStore.FIELDS``), so it is rebuilt by the
+same code and answers exactly as it did live; next to them, the columns the listings query
+(status, ruleset, rated, tournament, times; per seat its bot, score and place; per round each
+seat's bid, tricks and points) and the full record as replay reads it.
+
+The schema is Alembic's (``service/store/migrations``): :func:`migrate` brings a database to
+the newest revision; `wizard-arena up` runs it on its embedded PostgreSQL, operators run
+`wizard-arena migrate`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    SmallInteger,
+    Table,
+    Text,
+    delete,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects.postgresql import JSONB, insert
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+metadata = MetaData()
+
+#: one row per archived match: the fields Redis held (to rebuild it), and what listings query
+matches = Table(
+    "matches",
+    metadata,
+    Column("id", Text, primary_key=True),
+    Column("status", Text, nullable=False),
+    Column("ruleset", Text, nullable=False),
+    Column("players", SmallInteger, nullable=False),
+    Column("rated", Boolean, nullable=False),
+    Column("tournament_id", Text),
+    #: milliseconds since the epoch, as everywhere in the service
+    Column("created_ms", BigInteger, nullable=False),
+    Column("ended_ms", BigInteger, nullable=False),
+    Column("seed", Text),
+    Column("scores", JSONB, nullable=False),
+    Column("winners", JSONB),
+    #: the record as `GET /api/matches/{id}/record` answers it (None: an aborted match)
+    Column("record", JSONB),
+    #: each rated bot's rating before and after (None: not rated)
+    Column("rating_changes", JSONB),
+    # the fields of the match's Redis hash, as MatchStore reads them
+    Column("version", Integer, nullable=False),
+    Column("settings", Text, nullable=False),
+    Column("state", LargeBinary, nullable=False),
+    Column("live", Text, nullable=False),
+    Column("event_id", Text, nullable=False),
+    Column("sealed", Boolean, nullable=False),
+    Column("archived_ms", BigInteger, nullable=False),
+)
+Index("matches_newest", matches.c.created_ms.desc(), matches.c.id.desc())
+Index("matches_tournament", matches.c.tournament_id, matches.c.created_ms.desc())
+
+#: one row per seat of an archived match, with the match's time and ruleset for a bot's listings
+match_seats = Table(
+    "match_seats",
+    metadata,
+    Column("match_id", Text, ForeignKey("matches.id", ondelete="CASCADE"), primary_key=True),
+    Column("seat", SmallInteger, primary_key=True),
+    Column("bot_id", Text),
+    Column("bot_name", Text),
+    Column("house", Text),
+    Column("score", Integer, nullable=False),
+    #: 1 for the winners, ties sharing a place (None: an aborted match)
+    Column("place", SmallInteger),
+    Column("timeouts", Integer, nullable=False),
+    Column("created_ms", BigInteger, nullable=False),
+    Column("ruleset", Text, nullable=False),
+)
+Index("match_seats_bot_newest", match_seats.c.bot_id, match_seats.c.created_ms.desc(), match_seats.c.match_id.desc())
+
+#: each seat's bid, tricks and points in each round played
+match_rounds = Table(
+    "match_rounds",
+    metadata,
+    Column("match_id", Text, ForeignKey("matches.id", ondelete="CASCADE"), primary_key=True),
+    Column("round", SmallInteger, primary_key=True),
+    Column("seat", SmallInteger, primary_key=True),
+    Column("bid", SmallInteger, nullable=False),
+    Column("tricks", SmallInteger, nullable=False),
+    Column("points", Integer, nullable=False),
+)
+
+#: finished and cancelled tournaments: the tournament as the API shows it, and its standings
+tournaments = Table(
+    "tournaments",
+    metadata,
+    Column("id", Text, primary_key=True),
+    Column("status", Text, nullable=False),
+    Column("ruleset", Text, nullable=False),
+    Column("created_ms", BigInteger, nullable=False),
+    Column("ended_ms", BigInteger, nullable=False),
+    Column("document", JSONB, nullable=False),
+    Column("standings", JSONB, nullable=False),
+)
+Index("tournaments_newest", tournaments.c.created_ms.desc(), tournaments.c.id.desc())
+
+
+@dataclass(frozen=True, slots=True)
+class SeatRow:
+    seat: int
+    bot_id: str | None
+    bot_name: str | None
+    house: str | None
+    score: int
+    place: int | None
+    timeouts: int
+
+
+@dataclass(frozen=True, slots=True)
+class RoundRow:
+    round: int
+    seat: int
+    bid: int
+    tricks: int
+    points: int
+
+
+@dataclass(slots=True)
+class ArchivedMatch:
+    """A match as the archive keeps it."""
+
+    id: str
+    status: str
+    ruleset: str
+    players: int
+    rated: bool
+    tournament_id: str | None
+    created_ms: int
+    ended_ms: int
+    seed: str | None
+    scores: list[int]
+    winners: list[int] | None
+    record: dict[str, Any] | None
+    rating_changes: list[dict[str, Any]] | None
+    version: int
+    settings: str
+    state: bytes
+    live: str
+    event_id: str
+    sealed: bool
+    seats: list[SeatRow] = field(default_factory=list)
+    rounds: list[RoundRow] = field(default_factory=list)
+
+    def row(self) -> dict[str, Any]:
+        values = {c.name: getattr(self, c.name) for c in matches.columns if c.name != "archived_ms"}
+        values["archived_ms"] = int(datetime.now(UTC).timestamp() * 1000)
+        return values
+
+
+def async_url(url: str) -> str:
+    """A PostgreSQL URL for SQLAlchemy's asyncio engine (asyncpg), from the usual forms
+    (``postgres://``, ``postgresql://``, ``postgresql+asyncpg://``)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme not in ("postgres", "postgresql", "postgresql+asyncpg"):
+        raise ValueError(f"DATABASE_URL must be a postgresql:// URL, not {scheme or url!r}://…")
+    return f"postgresql+asyncpg://{rest}"
+
+
+class Archive:
+    """The archive's reads and writes; one engine (a small pool) per process."""
+
+    def __init__(self, url: str, pool_size: int = 5) -> None:
+        self.engine: AsyncEngine = create_async_engine(
+            async_url(url), pool_size=pool_size, max_overflow=0, pool_pre_ping=True, pool_timeout=10,
+        )
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+    async def ping(self) -> None:
+        async with self.engine.connect() as connection:
+            await connection.execute(text("SELECT 1"))
+
+    # ------------------------------------------------------------------ matches
+    async def put_match(self, match: ArchivedMatch) -> None:
+        """Write the match, its seats and its rounds in one transaction: as a whole, once,
+        however often it is written (the rows are replaced)."""
+        row = match.row()
+        async with self.engine.begin() as connection:
+            statement = insert(matches).values(row)
+            await connection.execute(
+                statement.on_conflict_do_update(
+                    index_elements=[matches.c.id], set_={k: statement.excluded[k] for k in row if k != "id"}
+                )
+            )
+            await connection.execute(delete(match_seats).where(match_seats.c.match_id == match.id))
+            await connection.execute(delete(match_rounds).where(match_rounds.c.match_id == match.id))
+            if match.seats:
+                await connection.execute(
+                    insert(match_seats),
+                    [
+                        {
+                            "match_id": match.id, "seat": s.seat, "bot_id": s.bot_id, "bot_name": s.bot_name,
+                            "house": s.house, "score": s.score, "place": s.place, "timeouts": s.timeouts,
+                            "created_ms": match.created_ms, "ruleset": match.ruleset,
+                        }
+                        for s in match.seats
+                    ],
+                )
+            if match.rounds:
+                await connection.execute(
+                    insert(match_rounds),
+                    [
+                        {"match_id": match.id, "round": r.round, "seat": r.seat, "bid": r.bid, "tricks": r.tricks,
+                         "points": r.points}
+                        for r in match.rounds
+                    ],
+                )
+
+    async def stored_fields(self, match_ids: Sequence[str]) -> dict[str, list[Any]]:
+        """The Redis fields (``MatchStore.FIELDS``) of the archived ones among ``match_ids``."""
+        if not match_ids:
+            return {}
+        columns = [matches.c.id, matches.c.version, matches.c.settings, matches.c.state, matches.c.live,
+                   matches.c.event_id, matches.c.sealed]
+        async with self.engine.connect() as connection:
+            rows = (await connection.execute(select(*columns).where(matches.c.id.in_(list(match_ids))))).all()
+        return {
+            r.id: [str(r.version).encode(), r.settings.encode(), bytes(r.state), r.live.encode(), r.event_id.encode(),
+                   b"1" if r.sealed else None]
+            for r in rows
+        }
+
+    async def unseal(self, match_ids: Sequence[str]) -> None:
+        async with self.engine.begin() as connection:
+            await connection.execute(update(matches).where(matches.c.id.in_(list(match_ids))).values(sealed=False))
+
+    async def record(self, match_id: str) -> dict[str, Any] | None:
+        async with self.engine.connect() as connection:
+            found = (await connection.execute(select(matches.c.record).where(matches.c.id == match_id))).first()
+        return None if found is None else found.record
+
+    async def has_match(self, match_id: str) -> bool:
+        async with self.engine.connect() as connection:
+            found = (await connection.execute(select(matches.c.id).where(matches.c.id == match_id))).first()
+        return found is not None
+
+    # ------------------------------------------------------------------ tournaments
+    async def put_tournament(
+        self, tournament_id: str, status: str, ruleset: str, created_ms: int, ended_ms: int,
+        document: dict[str, Any], standings: list[dict[str, Any]],
+    ) -> None:
+        row = {"id": tournament_id, "status": status, "ruleset": ruleset, "created_ms": created_ms,
+               "ended_ms": ended_ms, "document": document, "standings": standings}
+        statement = insert(tournaments).values(row)
+        async with self.engine.begin() as connection:
+            await connection.execute(
+                statement.on_conflict_do_update(
+                    index_elements=[tournaments.c.id], set_={k: statement.excluded[k] for k in row if k != "id"}
+                )
+            )
+
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def migrate(url: str, revision: str = "head") -> None:
+    """Bring the database at ``url`` to ``revision`` (Alembic's upgrade), from any process
+    that is not inside an event loop."""
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("sqlalchemy.url", async_url(url).replace("%", "%%"))
+    command.upgrade(config, revision)

@@ -1,0 +1,90 @@
+"""The archive (service.store.archive) on a real PostgreSQL: settlement writes every ended
+match there once, with its seats, rounds, record and rating changes; its Redis keys then
+expire, and every read of it (GraphQL, REST, the record) answers as before from the archive."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from service.store.archive import Archive, match_rounds, match_seats, matches
+from service.store.keys import events_key, match_key
+from tests.service.test_ratings import start_matches, wait_finished, wait_settled
+from tests.service.test_tournaments import Player, wait_until
+
+
+@pytest.fixture(scope="module")
+def worker(start_worker: Any) -> Iterator[Any]:
+    """A worker that lets an archived match's keys go at once (no grace period)."""
+    process = start_worker(ARENA_ARCHIVE_GRACE_SECONDS="0")
+    yield process
+    process.stop()
+
+
+def archived(database_url: str, match_id: str) -> dict[str, Any]:
+    """The match's archive rows: the match, its seats, its rounds."""
+
+    async def read() -> dict[str, Any]:
+        archive = Archive(database_url)
+        try:
+            async with archive.engine.connect() as connection:
+                match = (await connection.execute(select(matches).where(matches.c.id == match_id))).mappings().first()
+                seats = (await connection.execute(
+                    select(match_seats).where(match_seats.c.match_id == match_id).order_by(match_seats.c.seat)
+                )).mappings().all()
+                rounds = (await connection.execute(
+                    select(func.count()).select_from(match_rounds).where(match_rounds.c.match_id == match_id)
+                )).scalar_one()
+            return {"match": None if match is None else dict(match), "seats": [dict(s) for s in seats], "rounds": rounds}
+        finally:
+            await archive.close()
+
+    return asyncio.run(read())
+
+
+def test_a_finished_match_is_archived_and_read_back_alike_once_redis_lets_it_go(
+    api, worker, redis_client, database_url
+):
+    (a, a_id), (b, b_id) = api.register(), api.register()
+    with Player(api, a), Player(api, b):
+        [match_id] = start_matches(api, [a, b], 1, rated=True)
+        wait_finished(api, [match_id])
+    live = {token: api.match(match_id, token) for token in (a, b, None)}
+    record = api.http.get(f"/api/matches/{match_id}/record").json()
+    rest = api.http.get(f"/api/matches/{match_id}", headers={"Authorization": f"Bearer {a}"}).json()
+    wait_settled(redis_client, [match_id])
+    wait_until(lambda: not redis_client.exists(match_key(match_id), events_key(match_id)), "the keys to expire")
+
+    rows = archived(database_url, match_id)
+    match = rows["match"]
+    assert match["status"] == "FINISHED" and match["rated"] and match["players"] == 3
+    assert match["scores"] == [s["score"] for s in sorted(live[None]["seats"], key=lambda s: s["seat"])]
+    assert match["record"] == record
+    assert sorted(c["bot"] for c in match["rating_changes"]) == sorted([a_id, b_id, "house-heuristic"])
+    assert [s["seat"] for s in rows["seats"]] == [0, 1, 2]
+    assert {s["place"] for s in rows["seats"]} >= {1}
+    assert rows["rounds"] == 3 * live[None]["rounds"]
+
+    # every read answers as it did live, now from the archive
+    assert {token: api.match(match_id, token) for token in (a, b, None)} == live
+    assert api.http.get(f"/api/matches/{match_id}/record").json() == record
+    assert api.http.get(f"/api/matches/{match_id}", headers={"Authorization": f"Bearer {a}"}).json() == rest
+
+
+def test_an_aborted_match_is_archived_without_a_record(start_api, worker, redis_client, database_url):
+    api = start_api(ARENA_WAITING_MATCH_TTL_SECONDS="1")  # a match not full within a second is aborted
+    token, _ = api.register()
+    match_id = api.create_match(token, players=3, ruleset="WIZARD_JUNIOR")
+    api.join(token, match_id, 0)
+    wait_until(lambda: api.match(match_id)["status"] == "ABORTED", "the sweeper to abort the match")
+    wait_settled(redis_client, [match_id])
+    rows = archived(database_url, match_id)
+    assert rows["match"]["status"] == "ABORTED" and rows["match"]["record"] is None
+    assert [s["place"] for s in rows["seats"]] == [None, None, None]
+    before = api.match(match_id, token)
+    wait_until(lambda: not redis_client.exists(match_key(match_id)), "the keys to expire")
+    assert api.match(match_id, token) == before
