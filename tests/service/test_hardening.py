@@ -292,7 +292,8 @@ def test_long_polls_cannot_exhaust_the_pool(target, own_client):
     tokens = [target.register()[0] for _ in range(3)]
     results: list[httpx.Response] = []
     with HealthWatch(target):
-        threads = [long_poll(target, tokens[i % 3], 4_000, results) for i in range(120)]
+        # long enough that all 120 are open together however slowly a loaded machine starts them
+        threads = [long_poll(target, tokens[i % 3], 15_000, results) for i in range(120)]
         wait_until(lambda: metric(target, "wizard_arena_waits_open") == 120, "120 long polls to wait", 30)
         assert max(api_connections(own_client).values()) <= POOL + 2
         # one more for a bot with WAITS_PER_CLIENT open already: refused with a code, at once
