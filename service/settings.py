@@ -31,6 +31,11 @@ class Settings(BaseSettings):
         description="how long an archived match's keys stay in Redis after its settlement (its readers move to the "
         "archive)",
     )
+    archive_retry_seconds: int = Field(
+        default=5, ge=1,
+        description="how long a settlement that the archive's database did not take (it is away) waits before it "
+        "is tried again; the match stays queued meanwhile",
+    )
     data_dir: Path = Field(
         default=Path(".wizard-arena"),
         description="where the embedded Redis server keeps its data (append-only file) and socket",

@@ -6,7 +6,10 @@
   a dead worker left unfinished is queued again once its claim (``SETTLE_CLAIM_SECONDS``)
   lapses;
 - every 0.5 s: each tournament that is due or running is advanced (started at its time,
-  its next tables created as its matches end).
+  its next tables created as its matches end), and each that ended gets a job that archives
+  it (``worker.jobs.archive_tournament``).
+The clock itself never waits on the archive's database: the jobs do, so a database away
+holds up neither deadlines nor tournaments.
 Any number of workers may run it; what it triggers is idempotent. The API and the domain
 never queue jobs themselves: they write what must happen into Redis, and this turns it
 into work.
@@ -57,6 +60,13 @@ async def queue_settlements(services: Services, queue: JobQueue) -> int:
     return len(claimed)
 
 
+async def queue_tournament_archives(services: Services, queue: JobQueue) -> int:
+    claimed = await services.settlement.claim_tournaments(50, SETTLE_CLAIM_SECONDS)
+    for tid in claimed:
+        await queue.put(jobs.archive_tournament, tid, job_id=f"archive-tournament-{tid}")
+    return len(claimed)
+
+
 async def queue_fits(services: Services, queue: JobQueue) -> int:
     claimed = await services.ratings.claim_fit_requests()
     for ruleset in claimed:
@@ -85,6 +95,7 @@ async def run_clock(services: Services, queue: JobQueue, stop: asyncio.Event) ->
             if now >= next_tournaments:
                 next_tournaments = now + TOURNAMENTS_EVERY
                 await advance_tournaments(services)
+                await queue_tournament_archives(services, queue)
             upcoming = await services.matches.next_due_ms()
         except Exception:  # Redis away for a moment: keep the clock running
             log.exception("clock tick failed; retrying")

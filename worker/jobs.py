@@ -9,11 +9,15 @@ it returns, lets the house bots it set moving finish their moves."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from service.domain.services import Services
 from service.settings import Settings
+from service.store.archive import ArchiveUnavailable
+
+log = logging.getLogger("wizard_arena.jobs")
 
 
 def _run(work: Callable[[Services], Awaitable[Any]]) -> Any:
@@ -30,8 +34,33 @@ def _run(work: Callable[[Services], Awaitable[Any]]) -> Any:
 
 
 def settle_match(match_id: str) -> None:
-    """An ended match: its rating change, its tournament's next step."""
-    _run(lambda s: s.settlement.settle(match_id))
+    """An ended match: its rating change, its tournament's next step, the archive. The
+    archive's database away: the match stays queued, tried again in ARENA_ARCHIVE_RETRY_SECONDS
+    (one line in the log per attempt; the job itself ends well, nothing for RQ to retry)."""
+
+    async def work(services: Services) -> None:
+        try:
+            await services.settlement.settle(match_id)
+        except ArchiveUnavailable as error:
+            retry = services.settings.archive_retry_seconds
+            log.warning("archive unavailable, settlement stays queued (retry in %d s): %s", retry, error)
+            await services.settlement.retry_later(match_id, retry)
+
+    _run(work)
+
+
+def archive_tournament(tournament_id: str) -> None:
+    """An ended tournament into the archive (retried like a settlement while it is away)."""
+
+    async def work(services: Services) -> None:
+        try:
+            await services.settlement.archive_tournament(tournament_id)
+        except ArchiveUnavailable as error:
+            retry = services.settings.archive_retry_seconds
+            log.warning("archive unavailable, tournament stays queued (retry in %d s): %s", retry, error)
+            await services.settlement.retry_tournament_later(tournament_id, retry)
+
+    _run(work)
 
 
 def advance_tournament(tournament_id: str) -> None:

@@ -1,12 +1,16 @@
 """What the archive keeps of an ended match (service.store.archive): its Redis fields, so it
-is read back as it was, and what listings and statistics query, taken from the match itself."""
+is read back as it was, and what listings and statistics query, taken from the match itself;
+and of an ended tournament: the tournament as the API shows it (``Tournament`` in
+schema.graphql, but its ``matches``, which are archived each on its own, listed here by id)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from service.domain.matches import full_record
 from service.model.live_match import LiveMatch, MatchStatus
+from service.model.tournament import Tournament
 from service.store.archive import ArchivedMatch, RoundRow, SeatRow
 from wizard.record import state_to_bytes
 
@@ -61,3 +65,44 @@ def archived_match(
         seats=seats,
         rounds=rounds,
     )
+
+
+def _iso(ms: int | None) -> str | None:
+    """A time as the API writes it (GraphQL's DateTime: ISO 8601 in UTC)."""
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat()
+
+
+def tournament_standings(t: Tournament) -> list[dict[str, Any]]:
+    """The standings as the API shows them (``Tournament.standings``)."""
+    return [
+        {"rank": s.rank, "bot": {"id": t.entrants[s.entrant].id, "name": t.entrants[s.entrant].name},
+         "points": s.points, "matches": s.matches, "score": s.score}
+        for s in t.standings()
+    ]
+
+
+def tournament_document(t: Tournament) -> dict[str, Any]:
+    """The tournament as the API shows it (GraphQL's field names), with its match ids
+    (``matchIds``, oldest table first) in place of its matches."""
+    spec = t.spec
+    return {
+        "id": t.id,
+        "name": spec.name,
+        "ruleset": spec.ruleset,
+        "variants": list(spec.variants),
+        "playersPerMatch": spec.players_per_match,
+        "format": spec.format.value,
+        "rounds": spec.rounds,
+        "durationMinutes": spec.duration_minutes,
+        "startsAt": _iso(spec.starts_at_ms),
+        "startedAt": _iso(t.started_ms),
+        "finishedAt": _iso(t.finished_ms),
+        "moveTimeoutMs": spec.move_timeout_ms,
+        "rated": spec.rated,
+        "duplicate": spec.duplicate,
+        "status": t.status.value,
+        "createdBy": spec.created_by,
+        "entrants": [{"id": e.id, "name": e.name} for e in t.entrants],
+        "standings": tournament_standings(t),
+        "matchIds": t.all_match_ids(),
+    }

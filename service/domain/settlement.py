@@ -11,15 +11,23 @@ Its steps, each of which may run again: the ratings (applied once, marked in the
 script), the tournament's next step, the archive (an upsert by match id, with the rating
 changes read back), and last the match's leaving the queue with its keys set to expire. A
 worker killed between any two steps leaves the match queued, and the next run does what is
-left and repeats what is done without doubling it."""
+left and repeats what is done without doubling it.
+
+The archive's database away: everything before the archive is done (play, ratings and
+tournaments go on), :class:`ArchiveUnavailable` is raised and the match stays queued; the
+job says so once and the match is claimed again later (``ARENA_ARCHIVE_RETRY_SECONDS``).
+
+An ended tournament (FINISHED or CANCELLED, whoever ended it) is put among those the
+archive awaits by the same script that ends it; :meth:`Settlement.archive_tournament` writes
+it there (an upsert by tournament id), then takes it off."""
 
 from __future__ import annotations
 
-from service.domain.archiving import archived_match
+from service.domain.archiving import archived_match, tournament_document, tournament_standings
 from service.domain.ratings import RatingService
 from service.domain.tournaments import TournamentService
 from service.model.tournament import TournamentStatus
-from service.store.archive import Archive
+from service.store.archive import UNAVAILABLE, Archive, ArchiveUnavailable
 from service.store.clock import now_ms
 from service.store.matches import MatchStore
 
@@ -38,7 +46,8 @@ class Settlement:
         return await self.matches.claim_unsettled(limit, claim_seconds)
 
     async def settle(self, match_id: str) -> None:
-        """Settle one ended match (its id from the settlement queue), then take it off."""
+        """Settle one ended match (its id from the settlement queue), then take it off.
+        ArchiveUnavailable: done but for the archive; the match stays queued."""
         stored = await self.matches.load(match_id)
         if stored is not None and stored.match.ended:
             match = stored.match
@@ -57,5 +66,43 @@ class Settlement:
                 ended_ms = await self.matches.ended_ms(match_id) or now_ms()
                 changes = await self.ratings.changes(match_id)
                 record = await self.matches.record(match_id)
-                await self.archive.put_match(archived_match(match, stored.event_id, record, changes, ended_ms))
+                archived = archived_match(match, stored.event_id, record, changes, ended_ms)
+                try:
+                    await self.archive.put_match(archived)
+                except UNAVAILABLE as error:
+                    raise ArchiveUnavailable(f"match {match_id}: {_reason(error)}") from error
         await self.matches.settled(match_id, archived=self.archive is not None and stored is not None)
+
+    async def retry_later(self, match_id: str, seconds: int) -> None:
+        """A settlement the archive did not take: claimed again in ``seconds``."""
+        await self.matches.retry_settling(match_id, seconds)
+
+    # ------------------------------------------------------------------ tournaments
+    async def claim_tournaments(self, limit: int, claim_seconds: int) -> list[str]:
+        """Ended tournaments to archive now, claimed for ``claim_seconds``."""
+        return await self.tournaments.store.claim_unarchived(limit, claim_seconds)
+
+    async def archive_tournament(self, tid: str) -> None:
+        """Write an ended tournament to the archive (as the API shows it, and its standings),
+        then take it off those the archive awaits. ArchiveUnavailable: it stays awaited."""
+        store = self.tournaments.store
+        t = await store.load(tid)
+        if t is not None and t.status.over and self.archive is not None:
+            ended_ms = t.finished_ms or now_ms()
+            try:
+                await self.archive.put_tournament(
+                    t.id, t.status.value, t.spec.ruleset, t.created_ms or t.spec.starts_at_ms, ended_ms,
+                    tournament_document(t), tournament_standings(t),
+                )
+            except UNAVAILABLE as error:
+                raise ArchiveUnavailable(f"tournament {tid}: {_reason(error)}") from error
+        await store.archived(tid)
+
+    async def retry_tournament_later(self, tid: str, seconds: int) -> None:
+        await self.tournaments.store.retry_archiving(tid, seconds)
+
+
+def _reason(error: BaseException) -> str:
+    """One line for the log: the error's kind and first line (no traceback)."""
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__

@@ -127,6 +127,7 @@ class TournamentService:
             ),
             TournamentStatus.SCHEDULED,
             entrants,
+            created_ms=now_ms(),
         )
         await self.store.save_new(t)
         return t

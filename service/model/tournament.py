@@ -156,6 +156,8 @@ class Tournament:
     tables: dict[str, Table] = field(default_factory=dict)
     #: the results by match id
     results: dict[str, TableResult] = field(default_factory=dict)
+    #: when it was created (None: a tournament stored before this was kept)
+    created_ms: int | None = None
 
     def holder(self, entrant: int | None) -> SeatHolder:
         if entrant is None:

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -40,7 +41,20 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects.postgresql import JSONB, insert
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+#: what a database that is away (stopped, restarting, unreachable, out of connections) raises
+#: through SQLAlchemy and asyncpg: the connection's OSError, asyncpg's own errors when it
+#: connects, SQLAlchemy's wrapped ones after
+UNAVAILABLE: tuple[type[BaseException], ...] = (
+    OSError, TimeoutError, SQLAlchemyError, asyncpg.PostgresError, asyncpg.InterfaceError,
+)
+
+
+class ArchiveUnavailable(RuntimeError):
+    """The archive's database did not take a write: what waits for it stays queued, to retry."""
+
 
 metadata = MetaData()
 
@@ -188,6 +202,7 @@ class Archive:
     def __init__(self, url: str, pool_size: int = 5) -> None:
         self.engine: AsyncEngine = create_async_engine(
             async_url(url), pool_size=pool_size, max_overflow=0, pool_pre_ping=True, pool_timeout=10,
+            connect_args={"timeout": 10},  # a database away answers in seconds, not asyncpg's minute
         )
 
     async def close(self) -> None:

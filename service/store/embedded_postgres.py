@@ -41,9 +41,12 @@ def _binaries() -> Path:
 class EmbeddedPostgres:
     """``postgres`` on a Unix socket in ``data_dir`` (made with ``initdb`` the first time)."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, socket_dir: Path | None = None) -> None:
+        """``socket_dir``: where the socket goes, kept across restarts (so its URL stays the
+        same); by default a short folder of its own made at each start."""
         self.data_dir = Path(data_dir).resolve()
         self.process: subprocess.Popen[bytes] | None = None
+        self._fixed_socket_dir = None if socket_dir is None else Path(socket_dir).resolve()
         self._socket_dir: Path | None = None
         self._user: pwd.struct_passwd | None = None
 
@@ -89,7 +92,11 @@ class EmbeddedPostgres:
                 check=True, capture_output=True, user=user, group=group,
             )
         # Unix socket paths are limited to ~107 bytes: the socket gets a short folder of its own
-        self._socket_dir = Path(tempfile.mkdtemp(prefix="wza-pg-"))
+        if self._fixed_socket_dir is not None:
+            self._fixed_socket_dir.mkdir(parents=True, exist_ok=True)
+            self._socket_dir = self._fixed_socket_dir
+        else:
+            self._socket_dir = Path(tempfile.mkdtemp(prefix="wza-pg-"))
         self._hand_over(self._socket_dir)
         log = self.data_dir / "postgres.log"
         with open(log, "ab") as log_file:
@@ -135,9 +142,9 @@ class EmbeddedPostgres:
                 self.process.kill()
                 self.process.wait()
         self.process = None
-        if self._socket_dir is not None:
+        if self._socket_dir is not None and self._socket_dir != self._fixed_socket_dir:
             shutil.rmtree(self._socket_dir, ignore_errors=True)
-            self._socket_dir = None
+        self._socket_dir = None
 
     def __enter__(self) -> EmbeddedPostgres:
         self.start()

@@ -121,6 +121,15 @@ def tournament_lock_key(tournament_id: str) -> str:
     return f"{{tn:{tournament_id}}}:lock"
 
 
+#: ended (FINISHED or CANCELLED) tournaments not yet in the archive, by when they ended (ms)
+UNARCHIVED_TOURNAMENTS = "tournaments:unarchived"
+
+
+def archive_claim_key(tournament_id: str) -> str:
+    """Held while an ended tournament's archiving job is queued or running (or waits to retry)."""
+    return f"archive-claim:{tournament_id}"
+
+
 def settle_claim_key(match_id: str) -> str:
     """Held while an ended match's settlement job is queued or running."""
     return f"settle-claim:{match_id}"

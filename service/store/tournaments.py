@@ -14,6 +14,8 @@ from service.model.tournament import Entrant, Table, TableResult, Tournament, To
 from service.store.clock import now_ms
 from service.store.keys import (
     ACTIVE_TOURNAMENTS,
+    UNARCHIVED_TOURNAMENTS,
+    archive_claim_key,
     tournament_key,
     tournament_lock_key,
     tournament_results_key,
@@ -30,14 +32,33 @@ return 1
 """
 
 # Change the status, only from the one expected (of two racing workers, one wins), stamp the
-# time, and take an ended tournament off the active ones.
-# KEYS: tournament, active tournaments. ARGV: expected, new, field to stamp or '', time, id.
+# time, and move an ended tournament from the active ones to those the archive awaits (in the
+# same script: however the process dies after it, the workers archive it).
+# KEYS: tournament, active tournaments, unarchived tournaments. ARGV: expected, new, field to
+# stamp or '', time, id.
 MOVE_STATUS = """
 if redis.call('HGET', KEYS[1], 'status') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'status', ARGV[2])
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], ARGV[3], ARGV[4]) end
-if ARGV[2] == 'FINISHED' or ARGV[2] == 'CANCELLED' then redis.call('ZREM', KEYS[2], ARGV[5]) end
+if ARGV[2] == 'FINISHED' or ARGV[2] == 'CANCELLED' then
+  redis.call('ZREM', KEYS[2], ARGV[5])
+  redis.call('ZADD', KEYS[3], ARGV[4], ARGV[5])
+end
 return 1
+"""
+
+# The ended tournaments waiting for the archive whose archiving nobody holds: each claimed for
+# ARGV[2] s, the claimed ones answered.
+# KEYS: the unarchived tournaments. ARGV: how many to look at, the claim's life in s, the
+# claim keys' prefix (archive_claim_key's).
+CLAIM_UNARCHIVED = """
+local claimed = {}
+for _, tid in ipairs(redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)) do
+  if redis.call('SET', ARGV[3] .. tid, '1', 'NX', 'EX', ARGV[2]) then
+    table.insert(claimed, tid)
+  end
+end
+return claimed
 """
 
 UNLOCK = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
@@ -53,11 +74,13 @@ class TournamentStore:
         self._set_entrants = redis.register_script(SET_ENTRANTS)
         self._move_status = redis.register_script(MOVE_STATUS)
         self._unlock = redis.register_script(UNLOCK)
+        self._claim_unarchived = redis.register_script(CLAIM_UNARCHIVED)
 
     async def save_new(self, t: Tournament) -> None:
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.hset(tournament_key(t.id), mapping={
                 "spec": json.dumps(t.spec.to_dict()), "status": t.status.value, "entrants": _entrants_json(t.entrants),
+                "created": t.created_ms or now_ms(),
             })
             pipe.zadd(ACTIVE_TOURNAMENTS, {t.id: t.spec.starts_at_ms})
             await pipe.execute()
@@ -80,6 +103,7 @@ class TournamentStore:
             int(data["finished"]) if "finished" in data else None,
             {k.decode(): Table.from_dict(json.loads(v)) for k, v in tables.items()},
             {k.decode(): TableResult.from_dict(json.loads(v)) for k, v in results.items()},
+            int(data["created"]) if "created" in data else None,
         )
 
     async def set_entrants(self, tid: str, before: list[Entrant], after: list[Entrant]) -> bool:
@@ -92,7 +116,7 @@ class TournamentStore:
         """Change the status only from ``expected`` (one worker wins a race); ``stamp`` names the
         field (``started``, ``finished``) that records when."""
         return bool(await self._move_status(
-            keys=[tournament_key(tid), ACTIVE_TOURNAMENTS], args=[expected.value, new.value, stamp or "", now_ms(), tid]
+            keys=[tournament_key(tid), ACTIVE_TOURNAMENTS, UNARCHIVED_TOURNAMENTS], args=[expected.value, new.value, stamp or "", now_ms(), tid]
         ))
 
     async def add_tables(self, tid: str, tables: dict[str, Table]) -> dict[str, Table]:
@@ -115,6 +139,25 @@ class TournamentStore:
     async def due(self, now: int) -> list[str]:
         """Tournaments whose start has come and that have not ended."""
         return [t.decode() for t in await self.redis.zrangebyscore(ACTIVE_TOURNAMENTS, "-inf", now)]
+
+    async def claim_unarchived(self, limit: int, claim_seconds: int) -> list[str]:
+        """Ended tournaments waiting for the archive that nobody has claimed (a claim lapses
+        after ``claim_seconds``): now claimed by the caller."""
+        claimed = await self._claim_unarchived(
+            keys=[UNARCHIVED_TOURNAMENTS], args=[limit, claim_seconds, archive_claim_key("")]
+        )
+        return [t.decode() for t in claimed]
+
+    async def archived(self, tid: str) -> None:
+        """The tournament is in the archive: no longer awaited there."""
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.zrem(UNARCHIVED_TOURNAMENTS, tid)
+            pipe.delete(archive_claim_key(tid))
+            await pipe.execute()
+
+    async def retry_archiving(self, tid: str, seconds: int) -> None:
+        """The archive did not take the tournament: claimed again after ``seconds``."""
+        await self.redis.set(archive_claim_key(tid), "1", ex=max(1, seconds))
 
     async def lock(self, tid: str, seconds: float = 10) -> str | None:
         token = secrets.token_hex(8)

@@ -177,3 +177,22 @@ def test_the_load_balancer_knows_every_api_replica(services):
         for api in apis:
             assert f"server {api}:8000" in text, f"{name} must send requests to {api}"
         assert "Upgrade $http_upgrade" in text, "subscriptions need WebSocket upgrades through the balancer"
+
+
+def test_postgresql_keeps_the_archive_on_a_volume_and_migrate_runs_once_before_the_rest(services):
+    postgres = services["postgres"]
+    assert str(postgres["image"]).startswith("postgres:16")
+    assert any(str(v).split(":")[1:2] == ["/var/lib/postgresql/data"] for v in postgres.get("volumes", [])), \
+        "the archive on a volume"
+    assert "healthcheck" in postgres
+    migrates = _with_command(services, "migrate")
+    assert len(migrates) == 1, "one one-shot `wizard-arena migrate`"
+    [(migrate_name, migrate)] = migrates.items()
+    assert str(migrate.get("restart", "no")) == "no", "migrate runs once"
+    assert migrate.get("depends_on", {}).get("postgres", {}).get("condition") == "service_healthy"
+    url = _environment(migrate).get("DATABASE_URL", "")
+    assert url.startswith("postgresql://") and "@postgres:" in url, "DATABASE_URL must name the postgres service"
+    for name, service in {**_with_command(services, "serve"), **_with_command(services, "worker")}.items():
+        assert _environment(service).get("DATABASE_URL") == url, f"{name}: the same DATABASE_URL as migrate"
+        condition = service.get("depends_on", {}).get(migrate_name, {}).get("condition")
+        assert condition == "service_completed_successfully", f"{name} starts once the schema is up to date"
