@@ -14,6 +14,7 @@ from service.model.tournament import Entrant, Table, TableResult, Tournament, To
 from service.store.clock import now_ms
 from service.store.keys import (
     ACTIVE_TOURNAMENTS,
+    LISTED_TOURNAMENTS,
     tournament_key,
     tournament_lock_key,
     tournament_results_key,
@@ -60,6 +61,7 @@ class TournamentStore:
                 "spec": json.dumps(t.spec.to_dict()), "status": t.status.value, "entrants": _entrants_json(t.entrants),
             })
             pipe.zadd(ACTIVE_TOURNAMENTS, {t.id: t.spec.starts_at_ms})
+            pipe.zadd(LISTED_TOURNAMENTS, {t.id: now_ms()})  # the listings' order: newest first
             await pipe.execute()
 
     async def load(self, tid: str) -> Tournament | None:
