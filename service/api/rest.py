@@ -17,12 +17,17 @@ from starlette.routing import Route
 
 from service.api.graphql.types import match_type
 from service.domain.bots import bearer_token
+from service.domain.listings import DEFAULT_FIRST, MAX_FIRST, MatchFilter
 from service.domain.matches import Caller
 from service.domain.services import Services
-from service.errors import BadInput, ServiceError, service_error
+from service.errors import BadInput, NotFound, ServiceError, service_error
 from service.model.live_match import LiveMatch
+from wizard import Ruleset
 
 log = logging.getLogger("wizard_arena.rest")
+
+#: what `GET /api/matches` reads (a listing: the filter, then the page)
+MATCH_LISTING_PARAMS = ("status", "botId", "tournamentId", "ruleset", "rated", "first", "after")
 
 
 def _camel(name: str) -> str:
@@ -114,7 +119,41 @@ def routes(services_of: Callable[[Request], Services]) -> list[Route]:
     async def get_record(request: Request, services: Services, caller: Caller | None) -> Response:
         return JSONResponse(await services.matches.record(request.path_params["match_id"]))
 
+    async def list_matches(request: Request, services: Services, caller: Caller | None) -> Response:
+        query = request.query_params
+        unknown = sorted(set(query) - set(MATCH_LISTING_PARAMS))
+        if unknown:
+            raise BadInput(f"unknown parameter {unknown[0]!r}: the parameters are {', '.join(MATCH_LISTING_PARAMS)}")
+        first = query.get("first")
+        try:
+            first_n = DEFAULT_FIRST if first is None else int(first)
+        except ValueError:
+            raise BadInput(f"first must be a whole number from 1 to {MAX_FIRST}, not {first!r}") from None
+        rated = query.get("rated")
+        if rated not in (None, "true", "false"):
+            raise BadInput(f"rated must be true or false, not {rated!r}")
+        where = MatchFilter(
+            status=query.get("status"), bot_id=query.get("botId"), tournament_id=query.get("tournamentId"),
+            ruleset=query.get("ruleset"), rated=None if rated is None else rated == "true",
+        )
+        page = await services.listings.match_page(where, first_n, query.get("after"))
+        return JSONResponse({
+            "edges": [{"cursor": cursor, "node": match_json(live, caller)} for cursor, live in page.entries],
+            "pageInfo": {"hasNextPage": page.has_next, "endCursor": page.end_cursor},
+        })
+
+    async def bot_stats(request: Request, services: Services, caller: Caller | None) -> Response:
+        ruleset = request.query_params.get("ruleset")
+        if ruleset is None:
+            raise BadInput(f"ruleset is required: one of {', '.join(r.value for r in Ruleset)}")
+        bot_id = request.path_params["bot_id"]
+        if await services.bots.get(bot_id) is None:
+            raise NotFound(f"no bot with id {bot_id!r}")
+        return JSONResponse(_json(await services.listings.bot_stats(bot_id, ruleset)))
+
     return [
+        Route("/api/matches", endpoint(list_matches), methods=["GET"]),
+        Route("/api/bots/{bot_id}/stats", endpoint(bot_stats), methods=["GET"]),
         Route("/api/matches/{match_id}", endpoint(get_match), methods=["GET"]),
         Route("/api/matches/{match_id}/moves", endpoint(post_move), methods=["POST"]),
         Route("/api/matches/{match_id}/record", endpoint(get_record), methods=["GET"]),

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import cached_property
 
 from redis.asyncio import BlockingConnectionPool, Redis
 
 from service.domain.bots import BotService
+from service.domain.listings import Listings
 from service.domain.matches import MatchService
 from service.domain.ratings import RatingService
 from service.domain.settlement import Settlement
@@ -78,6 +80,11 @@ class Services:
         settlement = Settlement(matches.matches, tournaments, ratings, archive)
         return cls(settings, redis, scripts, BotService(bot_store, settings), matches, metrics, tournaments,
                    ratings, settlement, archive)
+
+    @cached_property
+    def listings(self) -> Listings:
+        """Matches and tournaments, live and archived, in one list; bots' statistics."""
+        return Listings(self.redis, self.matches.matches, self.tournaments.store, self.archive)
 
     async def close(self) -> None:
         await self.matches.close()

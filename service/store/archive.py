@@ -276,6 +276,95 @@ class Archive:
             found = (await connection.execute(select(matches.c.id).where(matches.c.id == match_id))).first()
         return found is not None
 
+    # ------------------------------------------------------------------ listings
+    # Keyset pages, newest first: (created_ms, id) descending, ids compared byte by byte
+    # (COLLATE "C", as Redis orders equal scores), strictly after the cursor ``before``.
+
+    async def list_matches(
+        self, *, before: tuple[int, str] | None, limit: int, status: str | None = None, bot_id: str | None = None,
+        tournament_id: str | None = None, ruleset: str | None = None, rated: bool | None = None,
+    ) -> list[tuple[int, str]]:
+        """(created_ms, id) of up to ``limit`` archived matches that pass the filter, newest first."""
+        from sqlalchemy import and_, or_
+
+        match_id = matches.c.id.collate("C")
+        query = select(matches.c.created_ms, matches.c.id)
+        if status is not None:
+            query = query.where(matches.c.status == status)
+        if tournament_id is not None:
+            query = query.where(matches.c.tournament_id == tournament_id)
+        if ruleset is not None:
+            query = query.where(matches.c.ruleset == ruleset)
+        if rated is not None:
+            query = query.where(matches.c.rated == rated)
+        if bot_id is not None:
+            query = query.where(matches.c.id.in_(select(match_seats.c.match_id).where(match_seats.c.bot_id == bot_id)))
+        if before is not None:
+            ms, last = before
+            query = query.where(or_(matches.c.created_ms < ms, and_(matches.c.created_ms == ms, match_id < last)))
+        query = query.order_by(matches.c.created_ms.desc(), match_id.desc()).limit(limit)
+        async with self.engine.connect() as connection:
+            rows = (await connection.execute(query)).all()
+        return [(int(r.created_ms), r.id) for r in rows]
+
+    async def list_tournaments(
+        self, *, before: tuple[int, str] | None, limit: int, status: str | None = None
+    ) -> list[tuple[int, str]]:
+        """(created_ms, id) of up to ``limit`` archived tournaments, newest first."""
+        from sqlalchemy import and_, or_
+
+        tournament_id = tournaments.c.id.collate("C")
+        query = select(tournaments.c.created_ms, tournaments.c.id)
+        if status is not None:
+            query = query.where(tournaments.c.status == status)
+        if before is not None:
+            ms, last = before
+            query = query.where(
+                or_(tournaments.c.created_ms < ms, and_(tournaments.c.created_ms == ms, tournament_id < last))
+            )
+        query = query.order_by(tournaments.c.created_ms.desc(), tournament_id.desc()).limit(limit)
+        async with self.engine.connect() as connection:
+            rows = (await connection.execute(query)).all()
+        return [(int(r.created_ms), r.id) for r in rows]
+
+    async def tournament_rows(self, tournament_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The archived ones among ``tournament_ids``: each row as a dict."""
+        if not tournament_ids:
+            return {}
+        async with self.engine.connect() as connection:
+            rows = (await connection.execute(
+                select(tournaments).where(tournaments.c.id.in_(list(tournament_ids)))
+            )).mappings().all()
+        return {r["id"]: dict(r) for r in rows}
+
+    async def bot_stats(self, bot_id: str, ruleset: str) -> dict[str, Any]:
+        """A bot's figures over its archived FINISHED matches under ``ruleset``: matches, the
+        sums of its scores, places and timeouts, its rounds and the rounds it bid exactly."""
+        from sqlalchemy import and_, case, func
+
+        seats = (
+            select(match_seats.c.match_id, match_seats.c.seat, match_seats.c.score, match_seats.c.place,
+                   match_seats.c.timeouts)
+            .join(matches, matches.c.id == match_seats.c.match_id)
+            .where(match_seats.c.bot_id == bot_id, match_seats.c.ruleset == ruleset, matches.c.status == "FINISHED")
+            .subquery()
+        )
+        totals = select(
+            func.count(), func.coalesce(func.sum(seats.c.score), 0), func.coalesce(func.sum(seats.c.place), 0),
+            func.coalesce(func.sum(seats.c.timeouts), 0),
+        )
+        exact = case((match_rounds.c.bid == match_rounds.c.tricks, 1), else_=0)
+        rounds = select(func.count(), func.coalesce(func.sum(exact), 0)).select_from(
+            match_rounds.join(
+                seats, and_(match_rounds.c.match_id == seats.c.match_id, match_rounds.c.seat == seats.c.seat)
+            )
+        )
+        async with self.engine.connect() as connection:
+            played, score, place, timeouts = (await connection.execute(totals)).one()
+            round_count, exact_count = (await connection.execute(rounds)).one()
+        return {"matches": int(played), "score": int(score), "place": int(place), "timeouts": int(timeouts),
+                "rounds": int(round_count), "exact": int(exact_count)}
+
     # ------------------------------------------------------------------ tournaments
     async def put_tournament(
         self, tournament_id: str, status: str, ruleset: str, created_ms: int, ended_ms: int,

@@ -32,6 +32,11 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
   ``{tn:<id>}:slots`` hash: table id -> table (JSON); ``{tn:<id>}:results`` hash: match id ->
   result (JSON); ``{tn:<id>}:lock`` held by the one run advancing it; ``tournaments:active``
   sorted set: tournaments due or running, by start time
+- ``matches:live``     sorted set: matches not yet archived, by when they were created (ms): the
+  live half of the listings (``service.domain.listings``); a match leaves it when settlement
+  has archived it
+- ``tournaments:listed`` sorted set: tournaments by when they were created (ms), for the
+  listings; one the archive holds is read from there (and leaves this set)
 """
 
 from __future__ import annotations
@@ -39,6 +44,10 @@ from __future__ import annotations
 DEADLINES = "deadlines"
 #: Ended matches not yet settled (ratings, tournament standings), by when they ended.
 UNSETTLED = "matches:unsettled"
+#: Matches not yet archived, by when they were created (ms): what listings read from Redis.
+LIVE_MATCHES = "matches:live"
+#: Tournaments by when they were created (ms), until the listings find them archived.
+LISTED_TOURNAMENTS = "tournaments:listed"
 #: the version of ``service.domain.bot_names`` keys the look-alike index holds
 LOOKALIKE_INDEX = "botnames:lookalike-index"
 

@@ -16,6 +16,7 @@ from service.model.live_match import LiveMatch, MatchStatus
 from service.store.archive import Archive
 from service.store.keys import (
     DEADLINES,
+    LIVE_MATCHES,
     UNSETTLED,
     bot_matches_key,
     bot_waiting_key,
@@ -79,10 +80,12 @@ return {1, version, eid}
 # A match created with free seats counts among its creator's waiting matches until they are
 # taken (or it is aborted): refused, {-1, the earliest of them to be aborted}, when the
 # creator has as many as the limit.
-# KEYS: match, events, deadlines, then the open matches of each seated bot, then (for a
-# match with free seats) its creator's waiting matches.
+# The match joins the live matches the listings read (by its creation time), until settlement
+# has archived it.
+# KEYS: match, events, deadlines, live matches, then the open matches of each seated bot, then
+# (for a match with free seats) its creator's waiting matches.
 # ARGV: id, version, settings, state, live, when the sweeper is due or '', sealed or '', the
-# creator's limit of waiting matches or '', then the events.
+# creator's limit of waiting matches or '', when it was created (ms), then the events.
 CREATE_MATCH = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return {0, 0} end
 local bots = #KEYS
@@ -93,15 +96,16 @@ if ARGV[8] ~= '' then
   end
   redis.call('ZADD', KEYS[#KEYS], ARGV[6], ARGV[1])
 end
-local count = #ARGV - 8
+local count = #ARGV - 9
 for i = 1, count do
-  redis.call('XADD', KEYS[2], '0-' .. i, 'v', i, 'e', ARGV[8 + i])
+  redis.call('XADD', KEYS[2], '0-' .. i, 'v', i, 'e', ARGV[9 + i])
 end
+redis.call('ZADD', KEYS[4], ARGV[9], ARGV[1])
 redis.call('HSET', KEYS[1], 'version', ARGV[2], 'settings', ARGV[3], 'state', ARGV[4], 'live', ARGV[5],
   'eid', '0-' .. count)
 if ARGV[6] ~= '' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[1]) end
 if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'sealed', ARGV[7]) end
-for i = 4, bots do
+for i = 5, bots do
   redis.call('SADD', KEYS[i], ARGV[1])
   redis.call('PUBLISH', string.sub(KEYS[i], 1, -8) .. 'wake', ARGV[1])
 end
@@ -237,7 +241,7 @@ class MatchStore:
         and note it among its seated bots' open matches; False, and nothing written, when a
         match with its id exists. A match still WAITING counts among its creator's waiting
         matches, of which there may be ``waiting_limit``: :class:`WaitingFull` beyond."""
-        keys = [match_key(match.id), events_key(match.id), DEADLINES]
+        keys = [match_key(match.id), events_key(match.id), DEADLINES, LIVE_MATCHES]
         keys += [bot_matches_key(bot_id) for bot_id in sorted(match.bot_ids())]
         waiting = match.status is MatchStatus.WAITING
         if waiting:
@@ -247,7 +251,7 @@ class MatchStore:
             args=[
                 match.id, match.version, match.settings.to_json(), state_to_bytes(match.state), match.live_json(),
                 _due(match), "1" if sealed else "", str(waiting_limit) if waiting and waiting_limit else "",
-                orjson.dumps({"t": "create"}), *(orjson.dumps(e) for e in events),
+                match.settings.created_at_ms, orjson.dumps({"t": "create"}), *(orjson.dumps(e) for e in events),
             ],
         )
         if created == -1:
@@ -378,10 +382,12 @@ class MatchStore:
 
     async def settled(self, match_id: str, archived: bool) -> None:
         """The match's settlement is done: it leaves the queue, and once ``archived``, its keys
-        leave Redis after the grace period (its readers find it in the archive)."""
+        leave Redis after the grace period (its readers find it in the archive) and it leaves the
+        live matches the listings read."""
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.zrem(UNSETTLED, match_id)
             if archived:
+                pipe.zrem(LIVE_MATCHES, match_id)  # the listings find it in the archive now
                 pipe.expire(match_key(match_id), self.grace_seconds)
                 pipe.expire(events_key(match_id), self.grace_seconds)
             await pipe.execute()

@@ -14,6 +14,7 @@ from service.model.tournament import Entrant, Table, TableResult, Tournament, To
 from service.store.clock import now_ms
 from service.store.keys import (
     ACTIVE_TOURNAMENTS,
+    LISTED_TOURNAMENTS,
     UNARCHIVED_TOURNAMENTS,
     archive_claim_key,
     tournament_key,
@@ -77,12 +78,14 @@ class TournamentStore:
         self._claim_unarchived = redis.register_script(CLAIM_UNARCHIVED)
 
     async def save_new(self, t: Tournament) -> None:
+        created = t.created_ms or now_ms()
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.hset(tournament_key(t.id), mapping={
                 "spec": json.dumps(t.spec.to_dict()), "status": t.status.value, "entrants": _entrants_json(t.entrants),
-                "created": t.created_ms or now_ms(),
+                "created": created,
             })
             pipe.zadd(ACTIVE_TOURNAMENTS, {t.id: t.spec.starts_at_ms})
+            pipe.zadd(LISTED_TOURNAMENTS, {t.id: created})  # the listings' order (newest first), as the archive's
             await pipe.execute()
 
     async def load(self, tid: str) -> Tournament | None:

@@ -173,11 +173,11 @@ def test_small_query_limits_are_limit_exceeded(limited):
 # ----------------------------------------------------------------------------- health and metrics
 
 
-def test_healthz_answers_200_with_redis_up(api, limited):
+def test_healthz_answers_200_with_redis_and_the_database_up(api, limited):
     for server in (api, *limited):
         response = server.http.get("/healthz")
         assert response.status_code == 200
-        assert response.json() == {"status": "ok"}
+        assert response.json() == {"status": "ok", "redis": "ok", "database": "ok"}
 
 
 def metric_samples(api: Any) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

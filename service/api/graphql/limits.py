@@ -17,7 +17,9 @@ of our own, so neither a fragment bomb nor a long chain of fragments makes measu
 A document over a limit is refused before graphql-core validates it, with LIMIT_EXCEEDED, the
 measure and the limit. Every list of objects in the schema declares its bound
 (:class:`ListBound`, in the field's ``metadata``): a number the rules imply (six seats at
-most), or an argument such as ``first``, its default and its largest allowed value. A bound
+most), or an argument such as ``first``, its default and its largest allowed value. A
+connection (``matches(first:)``) carries the bound of its page on the connection field, and
+its ``edges`` the bound 1: what a page can hold is counted once. A bound
 set by a variable counts at the argument's largest value; only when that puts the document
 over the cost limit is it measured again with the request's variables (:meth:`DocumentMeter.cost`).
 """
@@ -142,14 +144,13 @@ class DocumentMeter:
             if not isinstance(type_, GraphQLObjectType) or type_.name.startswith("__"):
                 continue
             for name, graphql_field in type_.fields.items():
-                if not _is_list_of_objects(graphql_field.type):
-                    continue
                 definition = (graphql_field.extensions or {}).get("strawberry-definition")
                 bound = (getattr(definition, "metadata", None) or {}).get(BOUND)
-                if bound is None:
-                    unbounded.append(f"{type_.name}.{name}")
-                else:
+                if bound is not None:
+                    # a list's, or a connection's (its `first` counts what its edges hold)
                     self.bounds[(type_.name, name)] = bound
+                elif _is_list_of_objects(graphql_field.type):
+                    unbounded.append(f"{type_.name}.{name}")
         if unbounded:  # a list nobody bounded would make every cost a guess
             raise TypeError(f"lists of objects without a ListBound in their metadata: {', '.join(unbounded)}")
 

@@ -26,14 +26,29 @@ from service.api.graphql.tournament_types import (
     CreateTournamentInput,
     LeaderboardEntry,
     Tournament,
+    TournamentConnection,
+    TournamentEdge,
     tournament_type,
 )
-from service.api.graphql.types import Bot, BotRegistration, CreateMatchInput, Match, MoveInput, match_type
+from service.api.graphql.types import (
+    LISTING,
+    Bot,
+    BotRegistration,
+    CreateMatchInput,
+    Match,
+    MatchConnection,
+    MatchFilter,
+    MoveInput,
+    PageInfo,
+    match_connection,
+    match_type,
+)
 from service.domain.matches import Caller, NewMatch
 from service.domain.ratings import RatingMethod
 from service.domain.tournaments import NewTournament
 from service.errors import BadInput, NotFound
 from service.model.live_match import HouseBotKind, LiveMatch
+from service.model.tournament import TournamentStatus
 from service.settings import Settings
 from wizard import Ruleset
 
@@ -88,6 +103,34 @@ class Query:
         )
         return None if live is None else _for(live, caller)
 
+
+    @strawberry.field(
+        description="Matches newest first, live and archived in one list, as the caller may see them: `first` "
+        f"of them (default {LISTING.default}, at most {LISTING.size}) after the cursor `after`.",
+        metadata=LISTING.metadata(),
+    )
+    async def matches(
+        self, info: Ctx, filter: MatchFilter | None = None, first: int = LISTING.default,  # type: ignore[assignment]
+        after: str | None = None,
+    ) -> MatchConnection:
+        return await match_connection(info, filter or MatchFilter(), None, first, after)
+
+    @strawberry.field(
+        description="Tournaments newest first, live and archived in one list: `first` of them (default "
+        f"{LISTING.default}, at most {LISTING.size}) after the cursor `after`.",
+        metadata=LISTING.metadata(),
+    )
+    async def tournaments(
+        self, info: Ctx, status: TournamentStatus | None = None, first: int = LISTING.default,  # type: ignore[assignment]
+        after: str | None = None,
+    ) -> TournamentConnection:
+        page = await info.context.services.listings.tournament_page(
+            None if status is None else status.value, first, after
+        )
+        return TournamentConnection(
+            edges=[TournamentEdge(cursor=cursor, node=tournament_type(t)) for cursor, t in page.entries],
+            page_info=PageInfo(has_next_page=page.has_next, end_cursor=page.end_cursor),
+        )
 
     @strawberry.field
     async def tournament(self, info: Ctx, id: strawberry.ID) -> Tournament | None:

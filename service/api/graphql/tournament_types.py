@@ -9,7 +9,7 @@ from strawberry.types import Info
 
 from service.api.graphql.context import RequestContext
 from service.api.graphql.limits import ListBound
-from service.api.graphql.types import Bot, Match, _datetime, match_type
+from service.api.graphql.types import EDGES, Bot, Match, PageInfo, _datetime, match_type
 from service.domain.ratings import RatingMethod
 from service.errors import BadInput
 from service.model.live_match import HouseBotKind
@@ -134,3 +134,15 @@ class CreateTournamentInput:
     house_bots: list[HouseBotKind] = strawberry.field(
         default_factory=list, description="House bots entered as entrants of their own (kinds: RANDOM, HEURISTIC)."
     )
+
+
+@strawberry.type
+class TournamentEdge:
+    cursor: str
+    node: Tournament
+
+
+@strawberry.type(description="A page of tournaments, newest first.")
+class TournamentConnection:
+    edges: list[TournamentEdge] = strawberry.field(metadata=EDGES.metadata())
+    page_info: PageInfo

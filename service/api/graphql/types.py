@@ -14,6 +14,9 @@ from strawberry.types.arguments import InputContext
 
 from service.api.graphql.context import RequestContext
 from service.api.graphql.limits import ListBound
+from service.domain import listings
+from service.domain.listings import DEFAULT_FIRST, MAX_FIRST
+from service.errors import BadInput
 from service.model.live_match import HouseBotKind, LiveMatch, MatchStatus
 from wizard import MatchView, Phase, Ruleset, Suit, Variant
 from wizard.rules import RULESETS, SINGLE_SUIT_EXTRA_CARDS, SINGLE_SUIT_ROUNDS
@@ -26,6 +29,10 @@ MAX_HAND = max(MAX_ROUNDS, SINGLE_SUIT_ROUNDS + SINGLE_SUIT_EXTRA_CARDS)
 MAX_LEGAL_MOVES = MAX_HAND + 1
 #: ``Bot.ratingHistory(last:)``
 RATING_HISTORY = ListBound(10_000, argument="last", default=1_000)
+#: a listing's page (``matches(first:)``, ``tournaments(first:)``): on the connection field;
+#: its ``edges`` are bounded by 1 (the page is counted once, at ``first``)
+LISTING = ListBound(MAX_FIRST, argument="first", default=DEFAULT_FIRST)
+EDGES = ListBound(1)
 
 # The engine's and the model's enums are the schema's: registered here under their names.
 strawberry.enum(Ruleset, name="Ruleset", description="The rule texts a match follows (RULES.md).")
@@ -66,6 +73,31 @@ class Bot:
     ) -> list[RatingPoint]:
         rows = await info.context.loaders.history.load((str(self.id), ruleset.value, RATING_HISTORY.check(last)))
         return [RatingPoint(rating=r["rating"], match_id=strawberry.ID(r["matchId"]), at=_datetime(r["at"])) for r in rows]  # type: ignore[arg-type]
+
+
+    @strawberry.field(
+        description="The matches the bot sits in, newest first, live and archived (filter.botId is this bot): "
+        f"`first` of them (default {LISTING.default}, at most {LISTING.size}) after the cursor `after`.",
+        metadata=LISTING.metadata(),
+    )
+    async def matches(
+        self, info: Info[RequestContext, None], filter: MatchFilter | None = None,
+        first: int = LISTING.default, after: str | None = None,  # type: ignore[assignment]
+    ) -> MatchConnection:
+        given = filter or MatchFilter()
+        if given.bot_id is not None and str(given.bot_id) != str(self.id):
+            raise BadInput(f"Bot.matches lists bot {self.id}'s matches: leave filter.botId out (or use Query.matches)")
+        return await match_connection(info, given, str(self.id), first, after)
+
+    @strawberry.field(
+        description="The bot's figures over its finished matches under `ruleset` (from the archive: settled matches)."
+    )
+    async def stats(self, info: Info[RequestContext, None], ruleset: Ruleset) -> BotStats:
+        figures = await info.context.services.listings.bot_stats(str(self.id), ruleset.value)
+        return BotStats(
+            ruleset=ruleset, matches=figures.matches, rounds=figures.rounds, mean_score=figures.mean_score,
+            mean_place=figures.mean_place, bid_accuracy=figures.bid_accuracy, timeouts=figures.timeouts,
+        )
 
 
 @strawberry.type
@@ -328,3 +360,67 @@ class CreateMatchInput:
         default=None, description="Stacked deck per round, in dealing order (RULES.md); never rated."
     )
 
+
+
+# ---------------------------------------------------------------------- listings
+
+
+@strawberry.input(description="What a match listing keeps; every field left out matches any.")
+class MatchFilter:
+    status: MatchStatus | None = None
+    bot_id: strawberry.ID | None = strawberry.field(default=None, description="Matches this bot sits in.")
+    tournament_id: strawberry.ID | None = None
+    ruleset: Ruleset | None = None
+    rated: bool | None = None
+
+    def domain(self, bot_id: str | None = None) -> listings.MatchFilter:
+        return listings.MatchFilter(
+            status=None if self.status is None else self.status.value,
+            bot_id=bot_id if bot_id is not None else (None if self.bot_id is None else str(self.bot_id)),
+            tournament_id=None if self.tournament_id is None else str(self.tournament_id),
+            ruleset=None if self.ruleset is None else self.ruleset.value,
+            rated=self.rated,
+        )
+
+
+@strawberry.type
+class PageInfo:
+    has_next_page: bool
+    end_cursor: str | None = strawberry.field(description="Pass as `after` for the next page (null: empty page).")
+
+
+@strawberry.type
+class MatchEdge:
+    cursor: str
+    node: Match
+
+
+@strawberry.type(description="A page of matches, newest first.")
+class MatchConnection:
+    edges: list[MatchEdge] = strawberry.field(metadata=EDGES.metadata())
+    page_info: PageInfo
+
+
+@strawberry.type(description="A bot's figures over its finished (and archived) matches under one ruleset.")
+class BotStats:
+    ruleset: Ruleset
+    matches: int
+    rounds: int = strawberry.field(description="Rounds played in those matches.")
+    mean_score: float | None = strawberry.field(description="Mean final score (null: no match).")
+    mean_place: float | None = strawberry.field(description="Mean place, 1 for a win, ties sharing (null: no match).")
+    bid_accuracy: float | None = strawberry.field(description="Share of rounds where bid == tricks (null: no round).")
+    timeouts: int = strawberry.field(description="Moves the server made for the bot in those matches.")
+
+
+async def match_connection(
+    info: Info[RequestContext, None], given: MatchFilter, bot_id: str | None, first: int, after: str | None
+) -> MatchConnection:
+    """A page of matches as the caller may see them: its own seat's view where it sits, a
+    spectator's elsewhere (the same ``Match`` as ``match(id:)``)."""
+    caller = await info.context.optional_caller()
+    page = await info.context.services.listings.match_page(given.domain(bot_id), first, after)
+    edges = [
+        MatchEdge(cursor=cursor, node=match_type(live, live.seat_of(caller.bot_id) if caller else None))
+        for cursor, live in page.entries
+    ]
+    return MatchConnection(edges=edges, page_info=PageInfo(has_next_page=page.has_next, end_cursor=page.end_cursor))

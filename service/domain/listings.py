@@ -1,0 +1,273 @@
+"""Listings: matches and tournaments newest first, live ones (Redis) and archived ones
+(``service.store.archive``) in one list, paged by opaque cursors; a bot's statistics.
+
+A page is a merge of two sources, each in the same order, (created ms, id) descending:
+- the live ones: ``matches:live`` (``tournaments:listed``), a sorted set by creation time that
+  a match joins when it is created and leaves when settlement has archived it; they are read
+  in batches from Redis and filtered here;
+- the archived ones: one SQL query with the filter, after the cursor, ``first + 1`` rows.
+
+A match may be in both for a moment (archived, not yet off the live set): the two are one
+entry, by id. The cursor is the position of an entry, base64 of ``<created ms>:<id>``, and the
+next page is what comes strictly after it, so pages neither skip nor repeat an entry however
+the sources change between them (a match leaving Redis for the archive keeps its position).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from redis.asyncio import Redis
+
+from service.errors import BadInput
+from service.model.live_match import LiveMatch, MatchStatus
+from service.model.tournament import Tournament, TournamentStatus
+from service.store.archive import Archive
+from service.store.keys import LISTED_TOURNAMENTS, LIVE_MATCHES
+from service.store.matches import MatchStore
+from service.store.tournaments import TournamentStore
+from wizard import Ruleset
+
+#: ``first``: the default page and the largest allowed
+DEFAULT_FIRST = 20
+MAX_FIRST = 100
+#: live candidates read from Redis at once
+BATCH = 200
+
+T = TypeVar("T")
+Key = tuple[int, str]
+
+
+def check_first(first: object) -> int:
+    if isinstance(first, bool) or not isinstance(first, int) or not 1 <= first <= MAX_FIRST:
+        raise BadInput(f"first must be a whole number from 1 to {MAX_FIRST}, not {first!r}")
+    return first
+
+
+def encode_cursor(key: Key) -> str:
+    return base64.urlsafe_b64encode(f"{key[0]}:{key[1]}".encode()).decode()
+
+
+def decode_cursor(cursor: str | None) -> Key | None:
+    """The position ``after`` names (None: from the start); BAD_INPUT for anything but a cursor
+    this server gave."""
+    if cursor is None:
+        return None
+    problem = BadInput(
+        f"after must be a cursor this listing gave (an edge's cursor or pageInfo.endCursor), not {cursor!r}"
+    )
+    if not isinstance(cursor, str) or not 0 < len(cursor) <= 200:
+        raise problem
+    try:
+        ms, sep, key_id = base64.urlsafe_b64decode(cursor.encode("ascii")).decode().partition(":")
+        created = int(ms)
+    except (ValueError, UnicodeError, binascii.Error):
+        raise problem from None
+    if not sep or not key_id or created < 0 or not ms.isdigit():
+        raise problem
+    return created, key_id
+
+
+def _choice(value: str | None, allowed: Sequence[str], name: str) -> str | None:
+    if value is None:
+        return None
+    if value not in allowed:
+        raise BadInput(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class MatchFilter:
+    """What a match listing keeps (None: any)."""
+
+    status: str | None = None
+    bot_id: str | None = None
+    tournament_id: str | None = None
+    ruleset: str | None = None
+    rated: bool | None = None
+
+    def checked(self) -> MatchFilter:
+        """The filter, or BAD_INPUT saying which values are allowed."""
+        _choice(self.status, [s.value for s in MatchStatus], "status")
+        _choice(self.ruleset, [r.value for r in Ruleset], "ruleset")
+        for name, value in (("botId", self.bot_id), ("tournamentId", self.tournament_id)):
+            if value is not None and (not isinstance(value, str) or not 0 < len(value) <= 64):
+                raise BadInput(f"{name} must be an id of 1 to 64 characters, not {value!r}")
+        if self.rated is not None and not isinstance(self.rated, bool):
+            raise BadInput(f"rated must be true or false, not {self.rated!r}")
+        return self
+
+    def keeps(self, match: LiveMatch) -> bool:
+        settings = match.settings
+        return (
+            (self.status is None or match.status.value == self.status)
+            and (self.ruleset is None or match.ruleset.value == self.ruleset)
+            and (self.rated is None or settings.rated == self.rated)
+            and (self.tournament_id is None or settings.tournament == self.tournament_id)
+            and (self.bot_id is None or any(h is not None and h.id == self.bot_id for h in match.seats))
+        )
+
+    @property
+    def archived_only_live(self) -> bool:
+        """Whether no archived match can pass (the archive holds ended matches only)."""
+        return self.status in (MatchStatus.WAITING.value, MatchStatus.ACTIVE.value)
+
+
+@dataclass(slots=True)
+class Page(Generic[T]):
+    """One page: its entries with their cursors, and whether more follow."""
+
+    entries: list[tuple[str, T]]
+    has_next: bool
+
+    @property
+    def end_cursor(self) -> str | None:
+        return self.entries[-1][0] if self.entries else None
+
+
+@dataclass(frozen=True, slots=True)
+class BotStats:
+    ruleset: str
+    matches: int
+    rounds: int
+    mean_score: float | None
+    mean_place: float | None
+    bid_accuracy: float | None
+    timeouts: int
+
+
+class Listings:
+    def __init__(
+        self, redis: Redis, matches: MatchStore, tournaments: TournamentStore, archive: Archive | None
+    ) -> None:
+        self.redis = redis
+        self.matches = matches
+        self.tournaments = tournaments
+        self.archive = archive
+
+    # ------------------------------------------------------------------ matches
+    async def match_page(self, where: MatchFilter, first: int, after: str | None) -> Page[LiveMatch]:
+        first = check_first(first)
+        where = where.checked()
+        before = decode_cursor(after)
+        want = first + 1
+
+        async def keep(keys: list[Key]) -> list[tuple[Key, LiveMatch]]:
+            loaded = await self.matches.load_many([k[1] for k in keys])
+            # neither in Redis nor archived (an expired key with no archive): off the list, later
+            stale.extend(k[1] for k, s in zip(keys, loaded, strict=True) if s is None)
+            return [(k, s.match) for k, s in zip(keys, loaded, strict=True) if s is not None and where.keeps(s.match)]
+
+        stale: list[str] = []
+        live = await self._live(LIVE_MATCHES, before, want, keep)
+        if stale:  # not while paging through the set: its offsets would shift
+            await self.redis.zrem(LIVE_MATCHES, *stale)
+        archived: list[Key] = []
+        if self.archive is not None and not where.archived_only_live:
+            archived = await self.archive.list_matches(
+                before=before, limit=want, status=where.status, bot_id=where.bot_id,
+                tournament_id=where.tournament_id, ruleset=where.ruleset, rated=where.rated,
+            )
+        keys = _merge([k for k, _ in live], archived, want)
+        known = {k[1]: m for k, m in live}
+        missing = [k[1] for k in keys[:first] if k[1] not in known]
+        if missing:
+            for match_id, stored in zip(missing, await self.matches.load_many(missing), strict=True):
+                if stored is not None:
+                    known[match_id] = stored.match
+        entries = [(encode_cursor(k), known[k[1]]) for k in keys[:first] if k[1] in known]
+        return Page(entries, len(keys) > first)
+
+    # ------------------------------------------------------------------ tournaments
+    async def tournament_page(self, status: str | None, first: int, after: str | None) -> Page[Tournament]:
+        first = check_first(first)
+        _choice(status, [s.value for s in TournamentStatus], "status")
+        before = decode_cursor(after)
+        want = first + 1
+
+        async def keep(keys: list[Key]) -> list[tuple[Key, Tournament]]:
+            archived = {} if self.archive is None else await self.archive.tournament_rows([k[1] for k in keys])
+            stale.extend(archived)  # read from the archive from now on
+            out = []
+            for key in keys:
+                if key[1] in archived:
+                    continue
+                t = await self.tournaments.load(key[1])
+                if t is None:
+                    stale.append(key[1])
+                elif status is None or t.status.value == status:
+                    out.append((key, t))
+            return out
+
+        stale: list[str] = []
+        live = await self._live(LISTED_TOURNAMENTS, before, want, keep)
+        if stale:
+            await self.redis.zrem(LISTED_TOURNAMENTS, *stale)
+        archived: list[Key] = []
+        if self.archive is not None and status not in (TournamentStatus.SCHEDULED.value, TournamentStatus.RUNNING.value):
+            archived = await self.archive.list_tournaments(before=before, limit=want, status=status)
+        keys = _merge([k for k, _ in live], archived, want)
+        known = {k[1]: t for k, t in live}
+        missing = [k[1] for k in keys[:first] if k[1] not in known]
+        for tid in missing:
+            found = await self.tournaments.load(tid)  # Redis keeps a tournament's whole state, archived or not
+            if found is not None:
+                known[tid] = found
+        entries = [(encode_cursor(k), known[k[1]]) for k in keys[:first] if k[1] in known]
+        return Page(entries, len(keys) > first)
+
+    # ------------------------------------------------------------------ statistics
+    async def bot_stats(self, bot_id: str, ruleset: str) -> BotStats:
+        """A bot's figures over its archived finished matches under ``ruleset``."""
+        _choice(ruleset, [r.value for r in Ruleset], "ruleset")
+        if self.archive is None:
+            raw = {"matches": 0, "score": 0, "place": 0, "timeouts": 0, "rounds": 0, "exact": 0}
+        else:
+            raw = await self.archive.bot_stats(bot_id, ruleset)
+        played, rounds = raw["matches"], raw["rounds"]
+        return BotStats(
+            ruleset=ruleset,
+            matches=played,
+            rounds=rounds,
+            mean_score=raw["score"] / played if played else None,
+            mean_place=raw["place"] / played if played else None,
+            bid_accuracy=raw["exact"] / rounds if rounds else None,
+            timeouts=raw["timeouts"],
+        )
+
+    # ------------------------------------------------------------------ the live half
+    async def _live(
+        self, key: str, before: Key | None, want: int, keep: Callable[[list[Key]], Awaitable[list[tuple[Key, T]]]]
+    ) -> list[tuple[Key, T]]:
+        """Up to ``want`` entries of a live sorted set after ``before`` that ``keep`` keeps,
+        newest first (equal scores: Redis orders members byte by byte, as the cursor does)."""
+        out: list[tuple[Key, T]] = []
+        top: Any = "+inf" if before is None else before[0]
+        offset = 0
+        while len(out) < want:
+            rows = await self.redis.zrevrangebyscore(key, top, "-inf", start=offset, num=BATCH, withscores=True)
+            offset += len(rows)
+            keys = [(int(score), member.decode()) for member, score in rows]
+            keys = [k for k in keys if before is None or k < before]
+            if keys:
+                out += await keep(keys)
+            if len(rows) < BATCH:
+                break
+        return out[:want]
+
+
+def _merge(live: list[Key], archived: list[Key], want: int) -> list[Key]:
+    """Both lists' keys, newest first, each id once, the first ``want``."""
+    merged: list[Key] = []
+    seen: set[str] = set()
+    for key in sorted([*live, *archived], reverse=True):
+        if key[1] not in seen:
+            seen.add(key[1])
+            merged.append(key)
+            if len(merged) == want:
+                break
+    return merged
