@@ -339,7 +339,9 @@ class MatchService:
         return orjson.dumps(record_of(match.state).to_dict(), option=orjson.OPT_NON_STR_KEYS)
 
     async def _committed(self, match: LiveMatch, event: dict[str, Any]) -> None:
-        """What follows a commit in this process: metrics, and the house bots' turns."""
+        """What follows a commit in this process (``match`` is not changed after it): the
+        feed's snapshot, metrics, and the house bots' turns."""
+        self.feed.committed(match)
         if self._on_change is not None:
             self._on_change(match, event)
         self._start_house_turns(match)

@@ -513,6 +513,17 @@ class EventFeed:
             watch._push(item)
         self.delivered += 1
 
+    def committed(self, match: LiveMatch) -> None:
+        """A change this process has just committed, as ``match`` (never changed after): the
+        snapshot moves to it at once. The caller that made it may ask for its next turn before
+        the change's own message arrives here; answered from the version before, it would be
+        handed the turn it has just played. The message, when it comes, finds it applied."""
+        channel = self._channels.get(match_channel(match.id))
+        if channel is None or channel.loading is not None or channel.snapshot is None:
+            return
+        if match.version == channel.snapshot.version + 1:
+            channel.snapshot = match
+
     async def close(self) -> None:
         self._closed = True
         if self._runner is not None:

@@ -4,11 +4,13 @@ query, read from Redis, shows the same bot at the same version."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any
 
 import pytest
 
+from service.domain.matches import Caller, NewMatch
 from tests.service.arena_client import MATCH_FIELDS, first_legal
 
 AWAIT = "query($m: ID, $t: Int) { awaitTurn(matchId: $m, timeoutMs: $t) { " + MATCH_FIELDS + " } }"
@@ -52,3 +54,46 @@ def test_turns_from_followed_events_match_the_stored_match(api, ruleset: str, pl
     assert not any(thread.is_alive() for thread in threads)
     assert api.match(match_id)["status"] == "FINISHED"
     assert all(count > 10 for count in compared), compared
+
+
+def test_the_bot_that_moved_is_not_handed_the_turn_it_has_just_played(api, services, redis_client):
+    """A bot moves, then asks for its next turn before this process has heard its move's own
+    message (held back here, as a busy event loop may): the feed's copy of the match is past it
+    already (the writer moved it), so the answer is never the version before the move, whose
+    turn the bot has just played."""
+    bots = [api.register() for _ in range(3)]
+    callers = [Caller(bot_id, "bot") for _, bot_id in bots]
+    matches = services.matches
+    feed = matches.feed
+    deliver, held = feed._deliver, []
+
+    def held_back(name: bytes, data: bytes) -> None:  # the messages come late, as on a busy loop
+        held.append((name, data))
+
+    async def work() -> list[tuple[int, int | None]]:
+        try:
+            match = await matches.create(callers[0], NewMatch(ruleset="WIZARD_JUNIOR", players=3, first_dealer=2,
+                                                              move_timeout_ms=600_000))
+            for seat, caller in enumerate(callers):
+                match = await matches.join(caller, match.id, seat)
+            seen = []
+            for _ in range(12):  # the first moves, each seat's in turn
+                seat = match.awaiting()[0]
+                caller = callers[seat]
+                turn = await matches.await_turn(caller, match.id, 0)  # followed now: the feed keeps the match
+                assert turn is not None and turn.version == match.version
+                feed._deliver = held_back  # type: ignore[method-assign]
+                moved = await matches.submit_move(caller, match.id, match.view(seat).legal_moves[0])
+                again = await matches.await_turn(caller, match.id, 0)  # before the move's message is heard
+                seen.append((moved.version, None if again is None else again.version))
+                feed._deliver = deliver  # type: ignore[method-assign]
+                for message in held:
+                    deliver(*message)
+                held.clear()
+                match = moved
+            return seen
+        finally:
+            await services.close()
+
+    for moved, again in asyncio.run(work()):
+        assert again is None or again >= moved, (moved, again)
