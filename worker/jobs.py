@@ -37,30 +37,24 @@ def settle_match(match_id: str) -> None:
     """An ended match: its rating change, its tournament's next step, the archive. The
     archive's database away: the match stays queued, tried again in ARENA_ARCHIVE_RETRY_SECONDS
     (one line in the log per attempt; the job itself ends well, nothing for RQ to retry)."""
-
-    async def work(services: Services) -> None:
-        try:
-            await services.settlement.settle(match_id)
-        except ArchiveUnavailable as error:
-            retry = services.settings.archive_retry_seconds
-            log.warning("archive unavailable, settlement stays queued (retry in %d s): %s", retry, error)
-            await services.settlement.retry_later(match_id, retry)
-
-    _run(work)
+    _run(lambda s: _or_later(s, s.settlement.settle(match_id), lambda t: s.settlement.retry_later(match_id, t)))
 
 
 def archive_tournament(tournament_id: str) -> None:
     """An ended tournament into the archive (retried like a settlement while it is away)."""
+    _run(lambda s: _or_later(
+        s, s.settlement.archive_tournament(tournament_id), lambda t: s.settlement.retry_tournament_later(tournament_id, t)
+    ))
 
-    async def work(services: Services) -> None:
-        try:
-            await services.settlement.archive_tournament(tournament_id)
-        except ArchiveUnavailable as error:
-            retry = services.settings.archive_retry_seconds
-            log.warning("archive unavailable, tournament stays queued (retry in %d s): %s", retry, error)
-            await services.settlement.retry_tournament_later(tournament_id, retry)
 
-    _run(work)
+async def _or_later(services: Services, work: Awaitable[None], retry: Callable[[int], Awaitable[None]]) -> None:
+    """Run ``work``; with the archive away, say so once and have it claimed again later."""
+    try:
+        await work
+    except ArchiveUnavailable as error:
+        seconds = services.settings.archive_retry_seconds
+        log.warning("archive unavailable, retrying in %d s: %s", seconds, error)
+        await retry(seconds)
 
 
 def advance_tournament(tournament_id: str) -> None:

@@ -35,7 +35,11 @@ from sqlalchemy import (
     SmallInteger,
     Table,
     Text,
+    and_,
+    case,
     delete,
+    func,
+    or_,
     select,
     text,
     update,
@@ -43,6 +47,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.sql import Select
 
 #: what a database that is away (stopped, restarting, unreachable, out of connections) raises
 #: through SQLAlchemy and asyncpg: the connection's OSError, asyncpg's own errors when it
@@ -58,11 +63,15 @@ class ArchiveUnavailable(RuntimeError):
 
 metadata = MetaData()
 
+#: ids are compared byte by byte (collation "C"), as Redis orders the members of equal score:
+#: the live and archived halves of a listing page sort alike, and the indexes serve both
+Id = Text(collation="C")
+
 #: one row per archived match: the fields Redis held (to rebuild it), and what listings query
 matches = Table(
     "matches",
     metadata,
-    Column("id", Text, primary_key=True),
+    Column("id", Id, primary_key=True),
     Column("status", Text, nullable=False),
     Column("ruleset", Text, nullable=False),
     Column("players", SmallInteger, nullable=False),
@@ -94,7 +103,7 @@ Index("matches_tournament", matches.c.tournament_id, matches.c.created_ms.desc()
 match_seats = Table(
     "match_seats",
     metadata,
-    Column("match_id", Text, ForeignKey("matches.id", ondelete="CASCADE"), primary_key=True),
+    Column("match_id", Id, ForeignKey("matches.id", ondelete="CASCADE"), primary_key=True),
     Column("seat", SmallInteger, primary_key=True),
     Column("bot_id", Text),
     Column("bot_name", Text),
@@ -112,7 +121,7 @@ Index("match_seats_bot_newest", match_seats.c.bot_id, match_seats.c.created_ms.d
 match_rounds = Table(
     "match_rounds",
     metadata,
-    Column("match_id", Text, ForeignKey("matches.id", ondelete="CASCADE"), primary_key=True),
+    Column("match_id", Id, ForeignKey("matches.id", ondelete="CASCADE"), primary_key=True),
     Column("round", SmallInteger, primary_key=True),
     Column("seat", SmallInteger, primary_key=True),
     Column("bid", SmallInteger, nullable=False),
@@ -124,7 +133,7 @@ match_rounds = Table(
 tournaments = Table(
     "tournaments",
     metadata,
-    Column("id", Text, primary_key=True),
+    Column("id", Id, primary_key=True),
     Column("status", Text, nullable=False),
     Column("ruleset", Text, nullable=False),
     Column("created_ms", BigInteger, nullable=False),
@@ -277,17 +286,12 @@ class Archive:
         return found is not None
 
     # ------------------------------------------------------------------ listings
-    # Keyset pages, newest first: (created_ms, id) descending, ids compared byte by byte
-    # (COLLATE "C", as Redis orders equal scores), strictly after the cursor ``before``.
 
     async def list_matches(
         self, *, before: tuple[int, str] | None, limit: int, status: str | None = None, bot_id: str | None = None,
         tournament_id: str | None = None, ruleset: str | None = None, rated: bool | None = None,
     ) -> list[tuple[int, str]]:
         """(created_ms, id) of up to ``limit`` archived matches that pass the filter, newest first."""
-        from sqlalchemy import and_, or_
-
-        match_id = matches.c.id.collate("C")
         query = select(matches.c.created_ms, matches.c.id)
         if status is not None:
             query = query.where(matches.c.status == status)
@@ -299,30 +303,27 @@ class Archive:
             query = query.where(matches.c.rated == rated)
         if bot_id is not None:
             query = query.where(matches.c.id.in_(select(match_seats.c.match_id).where(match_seats.c.bot_id == bot_id)))
-        if before is not None:
-            ms, last = before
-            query = query.where(or_(matches.c.created_ms < ms, and_(matches.c.created_ms == ms, match_id < last)))
-        query = query.order_by(matches.c.created_ms.desc(), match_id.desc()).limit(limit)
-        async with self.engine.connect() as connection:
-            rows = (await connection.execute(query)).all()
-        return [(int(r.created_ms), r.id) for r in rows]
+        return await self._newest_first(matches, query, before, limit)
 
     async def list_tournaments(
         self, *, before: tuple[int, str] | None, limit: int, status: str | None = None
     ) -> list[tuple[int, str]]:
         """(created_ms, id) of up to ``limit`` archived tournaments, newest first."""
-        from sqlalchemy import and_, or_
-
-        tournament_id = tournaments.c.id.collate("C")
         query = select(tournaments.c.created_ms, tournaments.c.id)
         if status is not None:
             query = query.where(tournaments.c.status == status)
+        return await self._newest_first(tournaments, query, before, limit)
+
+    async def _newest_first(
+        self, table: Table, query: Select[Any], before: tuple[int, str] | None, limit: int
+    ) -> list[tuple[int, str]]:
+        """A keyset page of ``query`` over ``table``: (created_ms, id) descending, strictly
+        after the cursor ``before``."""
+        created, key = table.c.created_ms, table.c.id
         if before is not None:
             ms, last = before
-            query = query.where(
-                or_(tournaments.c.created_ms < ms, and_(tournaments.c.created_ms == ms, tournament_id < last))
-            )
-        query = query.order_by(tournaments.c.created_ms.desc(), tournament_id.desc()).limit(limit)
+            query = query.where(or_(created < ms, and_(created == ms, key < last)))
+        query = query.order_by(created.desc(), key.desc()).limit(limit)
         async with self.engine.connect() as connection:
             rows = (await connection.execute(query)).all()
         return [(int(r.created_ms), r.id) for r in rows]
@@ -340,8 +341,6 @@ class Archive:
     async def bot_stats(self, bot_id: str, ruleset: str) -> dict[str, Any]:
         """A bot's figures over its archived FINISHED matches under ``ruleset``: matches, the
         sums of its scores, places and timeouts, its rounds and the rounds it bid exactly."""
-        from sqlalchemy import and_, case, func
-
         seats = (
             select(match_seats.c.match_id, match_seats.c.seat, match_seats.c.score, match_seats.c.place,
                    match_seats.c.timeouts)

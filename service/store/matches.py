@@ -24,6 +24,7 @@ from service.store.keys import (
     match_key,
     settle_claim_key,
 )
+from service.store.queues import CLAIM_QUEUED
 from service.store.script_line import ScriptLine
 from wizard.record import state_to_bytes
 
@@ -110,21 +111,6 @@ for i = 5, bots do
   redis.call('PUBLISH', string.sub(KEYS[i], 1, -8) .. 'wake', ARGV[1])
 end
 return {1, 0}
-"""
-
-
-# The oldest ended matches not yet settled whose settlement nobody holds: each claimed for
-# ARGV[2] s, the claimed ones answered.
-# KEYS: the unsettled matches. ARGV: how many to look at, the claim's life in s, the claim
-# keys' prefix (settle_claim_key's).
-CLAIM_UNSETTLED = """
-local claimed = {}
-for _, match_id in ipairs(redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)) do
-  if redis.call('SET', ARGV[3] .. match_id, '1', 'NX', 'EX', ARGV[2]) then
-    table.insert(claimed, match_id)
-  end
-end
-return claimed
 """
 
 
@@ -231,7 +217,7 @@ class MatchStore:
         self.scripts = scripts
         self._commit = redis.register_script(COMMIT_EVENT)
         self._create = redis.register_script(CREATE_MATCH)
-        self._claim_unsettled = redis.register_script(CLAIM_UNSETTLED)
+        self._claim_unsettled = redis.register_script(CLAIM_QUEUED)
 
     async def create(
         self, match: LiveMatch, events: Sequence[dict[str, Any]] = (), sealed: bool = False,

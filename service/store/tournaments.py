@@ -22,6 +22,7 @@ from service.store.keys import (
     tournament_results_key,
     tournament_tables_key,
 )
+from service.store.queues import CLAIM_QUEUED
 
 # Replace the entrants, only if still SCHEDULED and nobody changed them meanwhile.
 # KEYS: tournament. ARGV: entrants as read, entrants after.
@@ -48,20 +49,6 @@ end
 return 1
 """
 
-# The ended tournaments waiting for the archive whose archiving nobody holds: each claimed for
-# ARGV[2] s, the claimed ones answered.
-# KEYS: the unarchived tournaments. ARGV: how many to look at, the claim's life in s, the
-# claim keys' prefix (archive_claim_key's).
-CLAIM_UNARCHIVED = """
-local claimed = {}
-for _, tid in ipairs(redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)) do
-  if redis.call('SET', ARGV[3] .. tid, '1', 'NX', 'EX', ARGV[2]) then
-    table.insert(claimed, tid)
-  end
-end
-return claimed
-"""
-
 UNLOCK = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
 
 
@@ -75,7 +62,7 @@ class TournamentStore:
         self._set_entrants = redis.register_script(SET_ENTRANTS)
         self._move_status = redis.register_script(MOVE_STATUS)
         self._unlock = redis.register_script(UNLOCK)
-        self._claim_unarchived = redis.register_script(CLAIM_UNARCHIVED)
+        self._claim_unarchived = redis.register_script(CLAIM_QUEUED)
 
     async def save_new(self, t: Tournament) -> None:
         created = t.created_ms or now_ms()

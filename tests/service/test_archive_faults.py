@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from sqlalchemy import func, select, text
 
 from service.domain.archiving import tournament_standings
@@ -31,7 +32,7 @@ from service.store.archive import Archive, match_rounds, match_seats, matches, m
 from service.store.clock import now_ms
 from service.store.embedded_postgres import EmbeddedPostgres
 from service.store.keys import UNARCHIVED_TOURNAMENTS, UNSETTLED, history_key, match_key
-from tests.service.conftest import TIMEOUT_MS, first_action, house
+from tests.service.conftest import TIMEOUT_MS, embedded_redis_url, first_action, house
 from tests.service.test_tournaments import Workers, create, get, play_to_the_end, wait_status, wait_until
 from wizard import MatchConfig, new_match
 
@@ -218,6 +219,16 @@ def test_a_cancelled_tournament_is_archived_once_with_its_status(services, redis
 
 
 @pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[tuple[str, redis.Redis]]:
+    """A Redis of the test's own: no other test's worker (on the session's Redis, with the
+    session's database) settles its matches into another archive."""
+    for url in embedded_redis_url(tmp_path / "redis"):
+        client = redis.Redis.from_url(url)
+        yield url, client
+        client.close()
+
+
+@pytest.fixture
 def own_database(tmp_path: Path) -> Iterator[tuple[EmbeddedPostgres, str]]:
     """A PostgreSQL of the test's own, its schema made; the socket folder is kept across a
     stop and start, so the URL the processes were given stays right."""
@@ -251,11 +262,12 @@ def my_match(api: Any, tid: str, bot_id: str, done: set[str]) -> str | None:
 
 
 def test_the_database_stopped_mid_tournament_then_started_again_loses_and_doubles_nothing(
-    start_api, start_worker, own_database, redis_client
+    start_api, start_worker, own_database, own_redis
 ):
     server, url = own_database
-    api = start_api(DATABASE_URL=url)
-    worker = start_worker(DATABASE_URL=url, ARENA_ARCHIVE_RETRY_SECONDS="1")
+    redis_url, redis_client = own_redis
+    api = start_api(DATABASE_URL=url, REDIS_URL=redis_url)
+    worker = start_worker(DATABASE_URL=url, REDIS_URL=redis_url, ARENA_ARCHIVE_RETRY_SECONDS="1")
     token, bot_id = api.register()
     # the test's bot sits at one table a round and plays when the test says: the tournament
     # cannot get ahead of the test
@@ -302,13 +314,14 @@ def test_the_database_stopped_mid_tournament_then_started_again_loses_and_double
 
 
 def test_a_worker_killed_while_its_settlement_waits_on_the_database_loses_and_doubles_nothing(
-    start_api, start_worker, own_database, redis_client
+    start_api, start_worker, own_database, own_redis
 ):
     """The archive's table locked by the test: the worker's settlement applies the rating,
     then waits in its INSERT (seen in pg_stat_activity, no sleeps); SIGKILL it there, let
     the table go, and a new worker finishes the settlement."""
     _server, url = own_database
-    api = start_api(DATABASE_URL=url)
+    redis_url, redis_client = own_redis
+    api = start_api(DATABASE_URL=url, REDIS_URL=redis_url)
     token, _ = api.register()
 
     async def hold_lock_until(release: asyncio.Event, locked: asyncio.Event) -> None:
@@ -325,7 +338,7 @@ def test_a_worker_killed_while_its_settlement_waits_on_the_database_loses_and_do
         release, locked = asyncio.Event(), asyncio.Event()
         holder = asyncio.create_task(hold_lock_until(release, locked))
         await locked.wait()
-        workers = Workers(lambda: start_worker(DATABASE_URL=url))
+        workers = Workers(lambda: start_worker(DATABASE_URL=url, REDIS_URL=redis_url))
         try:
             match_id = await asyncio.to_thread(
                 api.create_match, token, ruleset=RULESET, players=3, rated=True

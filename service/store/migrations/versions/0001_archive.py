@@ -16,11 +16,14 @@ down_revision = None
 branch_labels = None
 depends_on = None
 
+#: ids compare byte by byte, as Redis orders the members of equal score (listings merge both)
+ID = sa.Text(collation="C")
+
 
 def upgrade() -> None:
     op.create_table(
         "matches",
-        sa.Column("id", sa.Text, primary_key=True),
+        sa.Column("id", ID, primary_key=True),
         sa.Column("status", sa.Text, nullable=False),
         sa.Column("ruleset", sa.Text, nullable=False),
         sa.Column("players", sa.SmallInteger, nullable=False),
@@ -45,7 +48,7 @@ def upgrade() -> None:
     op.create_index("matches_tournament", "matches", ["tournament_id", sa.text("created_ms DESC")])
     op.create_table(
         "match_seats",
-        sa.Column("match_id", sa.Text, sa.ForeignKey("matches.id", ondelete="CASCADE"), primary_key=True),
+        sa.Column("match_id", ID, sa.ForeignKey("matches.id", ondelete="CASCADE"), primary_key=True),
         sa.Column("seat", sa.SmallInteger, primary_key=True),
         sa.Column("bot_id", sa.Text),
         sa.Column("bot_name", sa.Text),
@@ -61,7 +64,7 @@ def upgrade() -> None:
     )
     op.create_table(
         "match_rounds",
-        sa.Column("match_id", sa.Text, sa.ForeignKey("matches.id", ondelete="CASCADE"), primary_key=True),
+        sa.Column("match_id", ID, sa.ForeignKey("matches.id", ondelete="CASCADE"), primary_key=True),
         sa.Column("round", sa.SmallInteger, primary_key=True),
         sa.Column("seat", sa.SmallInteger, primary_key=True),
         sa.Column("bid", sa.SmallInteger, nullable=False),
@@ -70,7 +73,7 @@ def upgrade() -> None:
     )
     op.create_table(
         "tournaments",
-        sa.Column("id", sa.Text, primary_key=True),
+        sa.Column("id", ID, primary_key=True),
         sa.Column("status", sa.Text, nullable=False),
         sa.Column("ruleset", sa.Text, nullable=False),
         sa.Column("created_ms", sa.BigInteger, nullable=False),
