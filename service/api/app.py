@@ -368,6 +368,8 @@ def _route_label(path: str) -> str:
         return "/api/matches/{id}/record" if path.endswith("/record") else (
             "/api/matches/{id}/moves" if path.endswith("/moves") else "/api/matches/{id}"
         )
+    if path.startswith("/api/bots/") and path.endswith("/records"):
+        return "/api/bots/{id}/records"
     return path if path in ("/graphql", "/healthz", "/metrics", "/api/turns") else "other"
 
 

@@ -7,12 +7,12 @@ import dataclasses
 import json
 import logging
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from service.api.graphql.types import match_type
@@ -22,12 +22,15 @@ from service.domain.matches import Caller
 from service.domain.services import Services
 from service.errors import BadInput, NotFound, ServiceError, service_error
 from service.model.live_match import LiveMatch
+from service.store.exports import RecordFilter, bot_records
 from wizard import Ruleset
 
 log = logging.getLogger("wizard_arena.rest")
 
 #: what `GET /api/matches` reads (a listing: the filter, then the page)
 MATCH_LISTING_PARAMS = ("status", "botId", "tournamentId", "ruleset", "rated", "first", "after")
+#: newline-delimited JSON: the exports' media type
+NDJSON = "application/x-ndjson"
 
 
 def _camel(name: str) -> str:
@@ -54,6 +57,41 @@ def match_json(live: LiveMatch, caller: Caller | None) -> dict[str, Any]:
         if seat["bot"] is not None:
             seat["bot"] = {"id": seat["bot"]["id"], "name": seat["bot"]["name"]}
     return document
+
+
+def epoch_ms(name: str, value: str | None) -> int | None:
+    """A time parameter of an export in milliseconds since the epoch: given as a whole number
+    of milliseconds since the epoch, or as an ISO 8601 date or date-time (UTC unless it names
+    its offset)."""
+    if value is None or value == "":
+        return None
+    if value.lstrip("-").isdigit():
+        return int(value)
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        raise BadInput(
+            f"{name} must be an ISO 8601 date-time (2026-11-25T12:00:00Z) or milliseconds since the epoch "
+            f"(1795608000000), not {value!r}"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return int(when.timestamp() * 1000)
+
+
+def record_filter(params: Any) -> RecordFilter:
+    """An export's filter from its query parameters ``since``, ``until``, ``ruleset``."""
+    unknown = sorted(set(params) - {"since", "until", "ruleset"})
+    if unknown:
+        raise BadInput(f"unknown parameter {unknown[0]!r}: the records take since, until and ruleset")
+    since, until = epoch_ms("since", params.get("since")), epoch_ms("until", params.get("until"))
+    if since is not None and until is not None and since >= until:
+        raise BadInput(f"since must come before until (since {params['since']!r}, until {params['until']!r})")
+    ruleset = params.get("ruleset") or None
+    rulesets = [r.value for r in Ruleset]
+    if ruleset is not None and ruleset not in rulesets:
+        raise BadInput(f"ruleset must be one of {', '.join(rulesets)}, not {ruleset!r}")
+    return RecordFilter(since, until, ruleset)
 
 
 def error_response(error: ServiceError) -> JSONResponse:
@@ -151,6 +189,34 @@ def routes(services_of: Callable[[Request], Services]) -> list[Route]:
             raise NotFound(f"no bot with id {bot_id!r}")
         return JSONResponse(_json(await services.listings.bot_stats(bot_id, ruleset)))
 
+    async def get_bot_records(request: Request, services: Services, caller: Caller | None) -> Response:
+        """The records of the bot's finished matches as NDJSON, newest first (see service.store.exports)."""
+        where = record_filter(request.query_params)
+        bot_id = request.path_params["bot_id"]
+        if services.archive is None:
+            raise NotFound("exports read the archive, and this server has none: set DATABASE_URL")
+        if await services.bots.get(bot_id) is None:
+            raise NotFound(f"no bot {bot_id!r}")
+        chunks = bot_records(services.archive, bot_id, where)
+        # the first chunk before the answer starts: a database that cannot answer is an error
+        # response, not an empty export
+        try:
+            first = await anext(chunks)
+        except StopAsyncIteration:
+            return Response(b"", media_type=NDJSON)
+
+        async def body() -> Any:
+            try:
+                yield first
+                async for chunk in chunks:
+                    yield chunk
+            except Exception:
+                log.exception("export of bot %s cut short", bot_id)  # the answer has begun: it just ends
+            finally:
+                await chunks.aclose()
+
+        return StreamingResponse(body(), media_type=NDJSON)
+
     return [
         Route("/api/matches", endpoint(list_matches), methods=["GET"]),
         Route("/api/bots/{bot_id}/stats", endpoint(bot_stats), methods=["GET"]),
@@ -158,4 +224,5 @@ def routes(services_of: Callable[[Request], Services]) -> list[Route]:
         Route("/api/matches/{match_id}/moves", endpoint(post_move), methods=["POST"]),
         Route("/api/matches/{match_id}/record", endpoint(get_record), methods=["GET"]),
         Route("/api/turns", endpoint(get_turns), methods=["GET"]),
+        Route("/api/bots/{bot_id}/records", endpoint(get_bot_records), methods=["GET"]),
     ]
