@@ -37,7 +37,6 @@ from sqlalchemy import (
     Text,
     and_,
     case,
-    delete,
     func,
     or_,
     select,
@@ -196,6 +195,21 @@ class ArchivedMatch:
         return values
 
 
+def _upsert(table: Table) -> Any:
+    """INSERT of a whole row, replacing the row of the same key."""
+    statement = insert(table)
+    keys = [c.name for c in table.primary_key]
+    return statement.on_conflict_do_update(
+        index_elements=keys, set_={c.name: statement.excluded[c.name] for c in table.columns if c.name not in keys}
+    )
+
+
+_PUT_MATCH = _upsert(matches)
+_PUT_SEATS = insert(match_seats).on_conflict_do_nothing()
+_PUT_ROUNDS = insert(match_rounds).on_conflict_do_nothing()
+_PUT_TOURNAMENT = _upsert(tournaments)
+
+
 def async_url(url: str) -> str:
     """A PostgreSQL URL for SQLAlchemy's asyncio engine (asyncpg), from the usual forms
     (``postgres://``, ``postgresql://``, ``postgresql+asyncpg://``)."""
@@ -223,39 +237,29 @@ class Archive:
 
     # ------------------------------------------------------------------ matches
     async def put_match(self, match: ArchivedMatch) -> None:
-        """Write the match, its seats and its rounds in one transaction: as a whole, once,
-        however often it is written (the rows are replaced)."""
+        """Write the match, its seats and its rounds in one transaction: once, however often
+        it is written (the match's row is replaced; its seats and rounds, fixed once it has
+        ended, are kept as they are). The statements are fixed, so SQLAlchemy compiles each
+        once per process; the rows go as parameters (asyncpg's executemany)."""
         row = match.row()
+        seats = [
+            {
+                "match_id": match.id, "seat": s.seat, "bot_id": s.bot_id, "bot_name": s.bot_name, "house": s.house,
+                "score": s.score, "place": s.place, "timeouts": s.timeouts, "created_ms": match.created_ms,
+                "ruleset": match.ruleset,
+            }
+            for s in match.seats
+        ]
+        rounds = [
+            {"match_id": match.id, "round": r.round, "seat": r.seat, "bid": r.bid, "tricks": r.tricks, "points": r.points}
+            for r in match.rounds
+        ]
         async with self.engine.begin() as connection:
-            statement = insert(matches).values(row)
-            await connection.execute(
-                statement.on_conflict_do_update(
-                    index_elements=[matches.c.id], set_={k: statement.excluded[k] for k in row if k != "id"}
-                )
-            )
-            await connection.execute(delete(match_seats).where(match_seats.c.match_id == match.id))
-            await connection.execute(delete(match_rounds).where(match_rounds.c.match_id == match.id))
-            if match.seats:
-                await connection.execute(
-                    insert(match_seats),
-                    [
-                        {
-                            "match_id": match.id, "seat": s.seat, "bot_id": s.bot_id, "bot_name": s.bot_name,
-                            "house": s.house, "score": s.score, "place": s.place, "timeouts": s.timeouts,
-                            "created_ms": match.created_ms, "ruleset": match.ruleset,
-                        }
-                        for s in match.seats
-                    ],
-                )
-            if match.rounds:
-                await connection.execute(
-                    insert(match_rounds),
-                    [
-                        {"match_id": match.id, "round": r.round, "seat": r.seat, "bid": r.bid, "tricks": r.tricks,
-                         "points": r.points}
-                        for r in match.rounds
-                    ],
-                )
+            await connection.execute(_PUT_MATCH, row)
+            if seats:
+                await connection.execute(_PUT_SEATS, seats)
+            if rounds:
+                await connection.execute(_PUT_ROUNDS, rounds)
 
     async def stored_fields(self, match_ids: Sequence[str]) -> dict[str, list[Any]]:
         """The Redis fields (``MatchStore.FIELDS``) of the archived ones among ``match_ids``."""
@@ -371,13 +375,8 @@ class Archive:
     ) -> None:
         row = {"id": tournament_id, "status": status, "ruleset": ruleset, "created_ms": created_ms,
                "ended_ms": ended_ms, "document": document, "standings": standings}
-        statement = insert(tournaments).values(row)
         async with self.engine.begin() as connection:
-            await connection.execute(
-                statement.on_conflict_do_update(
-                    index_elements=[tournaments.c.id], set_={k: statement.excluded[k] for k in row if k != "id"}
-                )
-            )
+            await connection.execute(_PUT_TOURNAMENT, row)
 
 
 MIGRATIONS = Path(__file__).parent / "migrations"
