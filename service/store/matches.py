@@ -28,12 +28,20 @@ from service.store.queues import CLAIM_QUEUED
 from service.store.script_line import ScriptLine
 from wizard.record import state_to_bytes
 
+#: events a match's stream keeps, about (Redis trims whole nodes: ~64 to ~164). A follower
+#: that lost its connection reads the events it missed from here; one that missed more
+#: (a gap of over 64 changes of one match) reads the match whole and goes on from it. The
+#: stream of a live 4-player match stays ~10 KB instead of growing to ~50 KB
+#: (BENCHMARKS.md, "The archive").
+STREAM_KEEP = 64
+
 # Commit one event: compare the version (and the id of the latest event, so that a snapshot
 # guessed from before a Redis failover cannot pass for the current one), append the event,
 # store the new snapshot, publish the event to the processes that follow the match (see
 # service.feed), move the deadline, keep the bots' lists of open matches (and tell a bot
 # that joined), and put a match that ends into the settlement queue (ratings, tournaments):
-# all at once, so none of it can be missed. Returns {1, version, event id} on success,
+# all at once, so none of it can be missed; the stream keeps about its last STREAM_KEEP
+# events. Returns {1, version, event id} on success,
 # {0, current} when the match moved on, {-1, 0} when there is no such match.
 # KEYS: match, events, deadlines, unsettled, then per bot: its open matches, then (when the
 # match stops WAITING) its creator's waiting matches.
@@ -48,7 +56,7 @@ current = tonumber(current)
 if current ~= tonumber(ARGV[1]) then return {0, current} end
 if ARGV[9] ~= '' and redis.call('HGET', KEYS[1], 'eid') ~= ARGV[9] then return {0, current} end
 local version = current + 1
-local eid = redis.call('XADD', KEYS[2], '*', 'v', version, 'e', ARGV[5])
+local eid = redis.call('XADD', KEYS[2], 'MAXLEN', '~', STREAM_KEEP, '*', 'v', version, 'e', ARGV[5])
 redis.call('HSET', KEYS[1], 'version', version, 'state', ARGV[3], 'live', ARGV[4], 'eid', eid)
 redis.call('PUBLISH', string.sub(KEYS[1], 1, -6) .. 'wake', version .. '|' .. eid .. '|' .. ARGV[5])
 if ARGV[6] == '' then
@@ -73,7 +81,7 @@ if ARGV[11] == '1' then
   redis.call('ZREM', KEYS[#KEYS], ARGV[2])
 end
 return {1, version, eid}
-"""
+""".replace("STREAM_KEEP", str(STREAM_KEEP))
 
 # Create a match with its first events (a tournament's match is created with every seat
 # taken), unless it exists: deterministic ids make creating a tournament round idempotent.
