@@ -79,7 +79,7 @@ class Settings(BaseSettings):
         "token, or per client address for requests without a token",
     )
     redis_pool_size: int = Field(
-        default=64, ge=2,
+        default=8, ge=2,
         description="Redis connections an API process or worker opens at most for its requests (beyond them, "
         "requests wait for a free one); waiting takes none of them",
     )
