@@ -84,13 +84,18 @@ class Settings(BaseSettings):
     bot_name_max_length: int = Field(default=40, ge=1)
     ws_init_timeout_seconds: float = Field(default=5.0, gt=0, description="time to send connection_init")
     ws_max_operations: int = Field(default=20, ge=1, description="subscriptions at once per WebSocket")
+    ws_per_message_deflate: bool = Field(
+        default=False,
+        description="offer permessage-deflate on WebSockets: smaller frames, but its zlib state costs each "
+        "WebSocket about 50 KB for as long as it is open",
+    )
     max_waits_per_client: int = Field(
         default=250, ge=1,
         description="waits (awaitTurn, GET /api/turns) and subscriptions open at once in one API process, per bot "
         "token, or per client address for requests without a token",
     )
     redis_pool_size: int = Field(
-        default=64, ge=2,
+        default=8, ge=2,
         description="Redis connections an API process or worker opens at most for its requests (beyond them, "
         "requests wait for a free one); waiting takes none of them",
     )

@@ -112,6 +112,7 @@ def _run_api(
         access_log=access_log,
         http=slow_client_protocol(settings),  # type: ignore[arg-type]
         ws="websockets-sansio",
+        ws_per_message_deflate=settings.ws_per_message_deflate,
     )
 
 

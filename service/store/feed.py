@@ -35,7 +35,6 @@ import logging
 import math
 import random
 import time
-from collections import deque
 from collections.abc import Coroutine, Iterable, Sequence
 from typing import Any
 
@@ -93,7 +92,8 @@ class Watch:
         self._feed = feed
         self.owner = owner
         self._channels: set[bytes] = set()
-        self._inbox: deque[MatchEvent | Seated | tuple[str]] = deque()
+        # a list, not a deque: an empty deque is 760 bytes, and most waiters' inboxes are empty
+        self._inbox: list[MatchEvent | Seated | tuple[str]] = []
         self._wake: asyncio.Future[None] | None = None
         self._closed = False
 
@@ -128,8 +128,7 @@ class Watch:
             finally:
                 timer.cancel()
                 self._wake = None
-        items = list(self._inbox)
-        self._inbox.clear()
+        items, self._inbox = self._inbox, []
         return items
 
     def _push(self, item: MatchEvent | Seated | tuple[str]) -> None:

@@ -84,6 +84,8 @@ def test_the_env_vars_named_really_set_the_fields(monkeypatch):
             value, expected = "x-value", "x-value"
         elif isinstance(default, Path):
             value, expected = "some/dir", Path("some/dir")
+        elif isinstance(default, bool):
+            value, expected = str(not default).lower(), not default
         elif isinstance(default, float):
             value, expected = "7.5", 7.5
         else:
