@@ -101,14 +101,14 @@ class MatchFilter:
             raise BadInput(f"rated must be true or false, not {self.rated!r}")
         return self
 
-    def keeps(self, match: LiveMatch) -> bool:
-        settings = match.settings
+    def keeps(self, settings: dict[str, Any], live: dict[str, Any]) -> bool:
+        """Whether a match passes, by its stored settings and live part (MatchStore.heads)."""
         return (
-            (self.status is None or match.status.value == self.status)
-            and (self.ruleset is None or match.ruleset.value == self.ruleset)
-            and (self.rated is None or settings.rated == self.rated)
-            and (self.tournament_id is None or settings.tournament == self.tournament_id)
-            and (self.bot_id is None or any(h is not None and h.id == self.bot_id for h in match.seats))
+            (self.status is None or live["status"] == self.status)
+            and (self.ruleset is None or settings["ruleset"] == self.ruleset)
+            and (self.rated is None or settings["rated"] == self.rated)
+            and (self.tournament_id is None or settings.get("tournament") == self.tournament_id)
+            and (self.bot_id is None or any(h is not None and h["id"] == self.bot_id for h in live["seats"]))
         )
 
     @property
@@ -156,11 +156,17 @@ class Listings:
         before = decode_cursor(after)
         want = first + 1
 
-        async def keep(keys: list[Key]) -> list[tuple[Key, LiveMatch]]:
-            loaded = await self.matches.load_many([k[1] for k in keys])
-            # neither in Redis nor archived (an expired key with no archive): off the list, later
-            stale.extend(k[1] for k, s in zip(keys, loaded, strict=True) if s is None)
-            return [(k, s.match) for k, s in zip(keys, loaded, strict=True) if s is not None and where.keeps(s.match)]
+        async def keep(keys: list[Key]) -> list[tuple[Key, str]]:
+            # filtered on what Redis holds besides the engine's state (small JSON): the
+            # matches of the page alone are read whole, below
+            heads = await self.matches.heads([k[1] for k in keys])
+            kept = []
+            for key, head in zip(keys, heads, strict=True):
+                if head is None:  # gone from Redis: archived meanwhile (the archive lists it), or expired
+                    stale.append(key[1])
+                elif where.keeps(*head):
+                    kept.append((key, key[1]))
+            return kept
 
         stale: list[str] = []
         live = await self._live(LIVE_MATCHES, before, want, keep)
@@ -173,12 +179,8 @@ class Listings:
                 tournament_id=where.tournament_id, ruleset=where.ruleset, rated=where.rated,
             )
         keys = _merge([k for k, _ in live], archived, want)
-        known = {k[1]: m for k, m in live}
-        missing = [k[1] for k in keys[:first] if k[1] not in known]
-        if missing:
-            for match_id, stored in zip(missing, await self.matches.load_many(missing), strict=True):
-                if stored is not None:
-                    known[match_id] = stored.match
+        page = [k[1] for k in keys[:first]]
+        known = {m: s.match for m, s in zip(page, await self.matches.load_many(page), strict=True) if s is not None}
         entries = [(encode_cursor(k), known[k[1]]) for k in keys[:first] if k[1] in known]
         return Page(entries, len(keys) > first)
 

@@ -282,6 +282,16 @@ class MatchStore:
             rows = [archived.get(m, values) if values[0] is None else values for m, values in zip(match_ids, rows, strict=True)]
         return [self._stored(m, values) for m, values in zip(match_ids, rows, strict=True)]
 
+    async def heads(self, match_ids: Sequence[str]) -> list[tuple[dict[str, Any], dict[str, Any]] | None]:
+        """Each match's settings and live part (status, seats) as Redis holds them, decoded,
+        without the engine's state: what listings filter on (None: not in Redis)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for match_id in match_ids:
+                pipe.hmget(match_key(match_id), ("settings", "live"))
+            rows = await pipe.execute()
+        return [None if settings is None or live is None else (orjson.loads(settings), orjson.loads(live))
+                for settings, live in rows]
+
     @staticmethod
     def _stored(match_id: str, values: list[Any]) -> Stored | None:
         version, settings, state, live, eid, sealed = values
