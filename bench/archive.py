@@ -226,7 +226,7 @@ async def redis_memory(redis_url: str, database_url: str) -> dict[str, Any]:
             "match": "4 players, WIZARD, house RANDOM bots, first legal move",
             "moves": total,
             "mid_match": {"moves_played": total // 2, **middle},
-            # the stream keeps about its latest STREAM_KEEP events, in whole nodes: it is
+            # the stream keeps about its latest ARENA_MATCH_EVENTS_KEPT (64) events, in whole nodes: it is
             # largest just before a node is let go
             "largest_while_live": largest,
             "finished_before_settlement": finished,

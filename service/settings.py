@@ -36,6 +36,11 @@ class Settings(BaseSettings):
         description="how long a settlement that the archive's database did not take (it is away) waits before it "
         "is tried again; the match stays queued meanwhile",
     )
+    match_events_kept: int = Field(
+        default=64, ge=0,
+        description="latest events a live match's stream keeps in Redis, about, for followers catching up after a lost "
+        "connection (one further behind reads the match whole); 0: all of them",
+    )
     data_dir: Path = Field(
         default=Path(".wizard-arena"),
         description="where the embedded Redis server keeps its data (append-only file) and socket",

@@ -71,7 +71,7 @@ class Services:
         scripts = ScriptLine(redis)
         archive = Archive(settings.database_url) if settings.database_url else None
         bot_store = BotStore(redis, scripts)
-        match_store = MatchStore(redis, scripts, archive, settings.archive_grace_seconds)
+        match_store = MatchStore(redis, scripts, archive, settings.archive_grace_seconds, settings.match_events_kept)
         feed = EventFeed(redis, match_store, settings.max_waits_per_client)
         metrics.follow(feed)
         matches = MatchService(match_store, bot_store, settings, feed, on_change=metrics.on_change)

@@ -28,26 +28,19 @@ from service.store.queues import CLAIM_QUEUED
 from service.store.script_line import ScriptLine
 from wizard.record import state_to_bytes
 
-#: events a match's stream keeps, about (Redis trims whole nodes: ~64 to ~164). A follower
-#: that lost its connection reads the events it missed from here; one that missed more
-#: (a gap of over 64 changes of one match) reads the match whole and goes on from it. The
-#: stream of a live 4-player match stays ~10 KB instead of growing to ~50 KB
-#: (BENCHMARKS.md, "The archive").
-STREAM_KEEP = 64
-
 # Commit one event: compare the version (and the id of the latest event, so that a snapshot
 # guessed from before a Redis failover cannot pass for the current one), append the event,
 # store the new snapshot, publish the event to the processes that follow the match (see
 # service.feed), move the deadline, keep the bots' lists of open matches (and tell a bot
 # that joined), and put a match that ends into the settlement queue (ratings, tournaments):
-# all at once, so none of it can be missed; the stream keeps about its last STREAM_KEEP
-# events. Returns {1, version, event id} on success,
+# all at once, so none of it can be missed; the stream keeps about its last ARGV[12] events
+# (0: all of them). Returns {1, version, event id} on success,
 # {0, current} when the match moved on, {-1, 0} when there is no such match.
 # KEYS: match, events, deadlines, unsettled, then per bot: its open matches, then (when the
 # match stops WAITING) its creator's waiting matches.
 # ARGV: expected version, match id, state, live, event, when the sweeper is due or '', record
 # or '', '1' if the match ends, expected event id or '', 'join' | 'end' | '', '1' if the
-# match stops WAITING else '0'.
+# match stops WAITING else '0', how many events the stream keeps (about; 0: all).
 # Channels are named after the keys: {m:<id>}:wake for a match, {b:<id>}:wake for a bot.
 COMMIT_EVENT = """
 local current = redis.call('HGET', KEYS[1], 'version')
@@ -56,7 +49,12 @@ current = tonumber(current)
 if current ~= tonumber(ARGV[1]) then return {0, current} end
 if ARGV[9] ~= '' and redis.call('HGET', KEYS[1], 'eid') ~= ARGV[9] then return {0, current} end
 local version = current + 1
-local eid = redis.call('XADD', KEYS[2], 'MAXLEN', '~', STREAM_KEEP, '*', 'v', version, 'e', ARGV[5])
+local eid
+if ARGV[12] == '0' then
+  eid = redis.call('XADD', KEYS[2], '*', 'v', version, 'e', ARGV[5])
+else
+  eid = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[12], '*', 'v', version, 'e', ARGV[5])
+end
 redis.call('HSET', KEYS[1], 'version', version, 'state', ARGV[3], 'live', ARGV[4], 'eid', eid)
 redis.call('PUBLISH', string.sub(KEYS[1], 1, -6) .. 'wake', version .. '|' .. eid .. '|' .. ARGV[5])
 if ARGV[6] == '' then
@@ -81,7 +79,7 @@ if ARGV[11] == '1' then
   redis.call('ZREM', KEYS[#KEYS], ARGV[2])
 end
 return {1, version, eid}
-""".replace("STREAM_KEEP", str(STREAM_KEEP))
+"""
 
 # Create a match with its first events (a tournament's match is created with every seat
 # taken), unless it exists: deterministic ids make creating a tournament round idempotent.
@@ -215,9 +213,14 @@ class MatchStore:
     FIELDS = ("version", "settings", "state", "live", "eid", "sealed")
 
     def __init__(
-        self, redis: Redis, scripts: ScriptLine, archive: Archive | None = None, grace_seconds: int = 600
+        self, redis: Redis, scripts: ScriptLine, archive: Archive | None = None, grace_seconds: int = 600,
+        events_kept: int = 64,
     ) -> None:
         self.redis = redis
+        #: how many of a match's latest events its stream keeps, about (Redis trims whole
+        #: nodes); 0: all. A follower that lost its connection reads what it missed from
+        #: there; one that missed more reads the match whole and goes on from it.
+        self.events_kept = events_kept
         #: where a match is read once Redis no longer holds it (None: nowhere)
         self.archive = archive
         self.grace_seconds = grace_seconds
@@ -325,7 +328,7 @@ class MatchStore:
         event_json = orjson.dumps(event)
         args = [
             match.version - 1, match.id, state_to_bytes(match.state), match.live_json(), event_json, _due(match), record,
-            "1" if match.ended else "", match.event_id or "", mode, "1" if leaves_waiting else "0",
+            "1" if match.ended else "", match.event_id or "", mode, "1" if leaves_waiting else "0", self.events_kept,
         ]
         try:
             answer = await self.scripts.run(self._commit, keys, args)

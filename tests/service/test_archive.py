@@ -15,7 +15,7 @@ from service.model.live_match import LiveMatch
 from service.store.archive import Archive, match_rounds, match_seats, matches
 from service.store.clock import now_ms
 from service.store.keys import events_key, match_key
-from service.store.matches import STREAM_KEEP, after_event
+from service.store.matches import after_event
 from tests.service.conftest import first_action, house, live_match
 from tests.service.test_ratings import start_matches, wait_finished, wait_settled
 from tests.service.test_tournaments import Player, wait_until
@@ -95,10 +95,11 @@ def test_an_aborted_match_is_archived_without_a_record(start_api, worker, redis_
 
 
 def test_a_live_match_keeps_only_its_latest_events_and_a_follower_past_them_reads_it_whole(services):
-    """The stream keeps about STREAM_KEEP events (Redis trims whole nodes); what a follower
+    """The stream keeps about ARENA_MATCH_EVENTS_KEPT events (Redis trims whole nodes); what a follower
     that missed more reads after its gap starts past its version, so it reads the match
     whole (MatchService.updates does) instead of applying events with a hole between."""
     store = services.matches.matches
+    kept_setting = store.events_kept
 
     async def work() -> tuple[int, int, int, LiveMatch | None]:
         try:
@@ -108,7 +109,7 @@ def test_a_live_match_keeps_only_its_latest_events_and_a_follower_past_them_read
                 assert await store.commit(match, match.join(seat, house(seat), now_ms()))
             first = match.copy()
             first.event_id = match.event_id
-            for _ in range(3 * STREAM_KEEP):
+            for _ in range(3 * kept_setting):
                 seat, action = first_action(match)
                 assert await store.commit(match, match.play(seat, action, "house", now_ms()))
             kept = await services.redis.xlen(events_key(match.id))
@@ -118,5 +119,5 @@ def test_a_live_match_keeps_only_its_latest_events_and_a_follower_past_them_read
             await services.close()
 
     kept, oldest, version, applied = asyncio.run(work())
-    assert STREAM_KEEP <= kept <= STREAM_KEEP + 100  # whole nodes of (by default) 100 entries
+    assert kept_setting == 64 and kept_setting <= kept <= kept_setting + 100  # whole nodes of (by default) 100 entries
     assert oldest > version + 1 and applied is None  # a hole: read the match whole

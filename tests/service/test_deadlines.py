@@ -33,7 +33,7 @@ MATCH_UPDATES = "subscription($m: ID!) { matchUpdates(matchId: $m) { " + VIEW + 
 @pytest.fixture(scope="module")
 def worker(start_worker: Any) -> Any:
     """This module's worker, stopped after it (the last test kills it and starts another)."""
-    process = start_worker()
+    process = start_worker(ARENA_MATCH_EVENTS_KEPT="0")  # every event kept: the tests read the whole log
     yield process
     process.stop()
 
@@ -41,7 +41,7 @@ def worker(start_worker: Any) -> Any:
 @pytest.fixture(scope="module")
 def fast_api(start_api: Any) -> Any:
     """An API that accepts very short move timeouts, for whole matches played by timeouts."""
-    return start_api(ARENA_MIN_MOVE_TIMEOUT_MS="10")
+    return start_api(ARENA_MIN_MOVE_TIMEOUT_MS="10", ARENA_MATCH_EVENTS_KEPT="0")
 
 
 def events(redis_client: Any, match_id: str) -> list[dict[str, Any]]:

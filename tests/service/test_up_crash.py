@@ -90,7 +90,8 @@ def keep_playing(api: Api, token: str, match_id: str, stop: threading.Event) -> 
 
 def test_kill_9_of_up_leaves_nothing_behind_and_the_next_up_finds_the_match_whole(tmp_path: Path) -> None:
     data = tmp_path / "arena"
-    first = Up(data, tmp_path / "up-1.log").wait_healthy()
+    # every event kept (not only the latest): the match is checked against its whole log
+    first = Up(data, tmp_path / "up-1.log", ARENA_MATCH_EVENTS_KEPT="0").wait_healthy()
     api = first.api
     mover, _ = api.register()
     idler, _ = api.register()  # never moves before the kill: the worker moves for it
@@ -121,7 +122,7 @@ def test_kill_9_of_up_leaves_nothing_behind_and_the_next_up_finds_the_match_whol
     assert not (data / "redis.sock").exists(), "the Redis server shut down cleanly (it removes its socket)"
     assert assert_one_redis_at_a_time(data / "redis.log") == 1
 
-    second = Up(data, tmp_path / "up-2.log").wait_healthy()
+    second = Up(data, tmp_path / "up-2.log", ARENA_MATCH_EVENTS_KEPT="0").wait_healthy()
     try:
         client = redis.Redis(unix_socket_path=str(data / "redis.sock"))
         assert_match_whole(client, match_id)
