@@ -103,7 +103,6 @@ class Query:
         )
         return None if live is None else _for(live, caller)
 
-
     @strawberry.field(
         description="Matches newest first, live and archived in one list, as the caller may see them: `first` "
         f"of them (default {LISTING.default}, at most {LISTING.size}) after the cursor `after`.",
@@ -205,7 +204,6 @@ class Mutation:
         caller = await info.context.caller()
         live = await info.context.services.matches.submit_move(caller, str(match_id), move.to_dict(), expected_version)
         return _for(live, caller)
-
 
     @strawberry.mutation(description="Schedules a tournament (the workers start it at startsAt).")
     async def create_tournament(self, info: Ctx, input: CreateTournamentInput) -> Tournament:

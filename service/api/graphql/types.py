@@ -74,7 +74,6 @@ class Bot:
         rows = await info.context.loaders.history.load((str(self.id), ruleset.value, RATING_HISTORY.check(last)))
         return [RatingPoint(rating=r["rating"], match_id=strawberry.ID(r["matchId"]), at=_datetime(r["at"])) for r in rows]  # type: ignore[arg-type]
 
-
     @strawberry.field(
         description="The matches the bot sits in, newest first, live and archived (filter.botId is this bot): "
         f"`first` of them (default {LISTING.default}, at most {LISTING.size}) after the cursor `after`.",
@@ -359,7 +358,6 @@ class CreateMatchInput:
     deals: list[list[str]] | None = strawberry.field(
         default=None, description="Stacked deck per round, in dealing order (RULES.md); never rated."
     )
-
 
 
 # ---------------------------------------------------------------------- listings
