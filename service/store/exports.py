@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Text, select
+from sqlalchemy import Select, Text, select
 
 from service.store.archive import Archive, match_seats, matches
 
@@ -33,7 +34,7 @@ class RecordFilter:
     ruleset: str | None = None
 
 
-def bot_records_query(bot_id: str, where: RecordFilter):  # type: ignore[no-untyped-def]
+def bot_records_query(bot_id: str, where: RecordFilter) -> Select[Any]:
     """The ids and records (as JSON text) of the finished matches ``bot_id`` sat in, newest first."""
     seats = match_seats.c
     query = (
