@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import random
 import secrets
 import shutil
@@ -41,7 +42,7 @@ from service.store.archive import Archive, ArchivedMatch, match_seats, matches, 
 from service.store.clock import now_ms
 from service.store.embedded_postgres import EmbeddedPostgres
 from service.store.embedded_redis import EmbeddedRedis
-from service.store.keys import events_key, match_key
+from service.store.keys import UNSETTLED, events_key, match_key
 from wizard import MatchConfig, new_match
 from wizard.record import record_of
 
@@ -239,13 +240,72 @@ async def redis_memory(redis_url: str, database_url: str) -> dict[str, Any]:
         await services.close()
 
 
+async def queue_finished(redis_url: str, count: int) -> list[str]:
+    """``count`` finished rated 4-player matches in Redis, in the settlement queue, as the
+    commit that ends a match leaves them (the same match under new ids, registered bots)."""
+    from service.domain.services import Services
+
+    services = Services.open(Settings(REDIS_URL=redis_url))  # type: ignore[call-arg]
+    try:
+        config = MatchConfig.create("WIZARD", 4, ())
+        settings = MatchSettings(config, 60_000, True, False, "bench", now_ms())
+        template = LiveMatch.new("template", settings, new_match(config, secrets.token_hex(8)))
+        for seat in range(4):
+            template.join(seat, SeatHolder(f"bench-settle-{seat}", f"Settle {seat}"), now_ms())
+        play(template)
+        record = orjson.dumps(record_of(template.state).to_dict(), option=orjson.OPT_NON_STR_KEYS)
+        ids = []
+        for i in range(count):
+            match = template.copy()
+            match.id = f"settle-{secrets.token_hex(4)}-{i}"
+            assert await services.matches.matches.create(match)
+            await services.redis.hset(match_key(match.id), "record", record)  # as the match's last commit stores it
+            ids.append(match.id)
+        await services.redis.zadd(UNSETTLED, {match_id: now_ms() for match_id in ids})
+        return ids
+    finally:
+        await services.close()
+
+
+def time_settle(redis_url: str, database_url: str, count: int) -> dict[str, Any]:
+    """Settlement jobs (``worker.jobs.settle_matches``, SETTLE_BATCH matches each, each job in
+    a fresh process as RQ's worker forks one) over ``count`` queued finished rated matches:
+    ratings, archive, keys set to expire, one after another as one worker does them."""
+    import subprocess
+    import sys
+
+    from worker.clock import SETTLE_BATCH
+
+    ids = asyncio.run(queue_finished(redis_url, count))
+    env = {**os.environ, "REDIS_URL": redis_url, "DATABASE_URL": database_url}
+    started = time.perf_counter()
+    for start in range(0, count, SETTLE_BATCH):
+        batch = ids[start:start + SETTLE_BATCH]
+        subprocess.run(
+            [sys.executable, "-c", f"from worker.jobs import settle_matches; settle_matches({batch!r})"],
+            env=env, check=True,
+        )
+    seconds = time.perf_counter() - started
+    rate = count / seconds
+    return {
+        "matches": count,
+        "batch": SETTLE_BATCH,
+        "seconds": round(seconds, 2),
+        "per_second": round(rate, 1),
+        "target_per_second": TARGET_PUT_PER_SECOND,
+        "met": rate >= TARGET_PUT_PER_SECOND,
+    }
+
+
 def _seated(match: LiveMatch) -> LiveMatch:
     for seat in range(4):
         match.join(seat, house(seat), now_ms())
     return match
 
 
-def bench_archive(count: int, bots: int, queries: int, puts: int, concurrency: int, seed: int) -> dict[str, Any]:
+def bench_archive(
+    count: int, bots: int, queries: int, puts: int, concurrency: int, seed: int, settles: int = 1000
+) -> dict[str, Any]:
     folder = Path(tempfile.mkdtemp(prefix="wza-bench-archive-"))
     postgres = EmbeddedPostgres(folder / "postgres")
     redis_server = EmbeddedRedis(folder / "redis", appendonly=False)
@@ -285,7 +345,9 @@ def bench_archive(count: int, bots: int, queries: int, puts: int, concurrency: i
                 "redis": memory,
             }
 
-        return asyncio.run(run())
+        result = asyncio.run(run())
+        result["settlement"] = time_settle(redis_url, database_url, settles)
+        return result
     finally:
         redis_server.stop()
         postgres.stop()

@@ -74,7 +74,7 @@ def _bench_deadlines(args: argparse.Namespace) -> None:
 def _bench_archive(args: argparse.Namespace) -> None:
     from bench.archive import bench_archive
 
-    result = bench_archive(args.matches, args.bots, args.queries, args.puts, args.concurrency, args.seed)
+    result = bench_archive(args.matches, args.bots, args.queries, args.puts, args.concurrency, args.seed, args.settles)
     _print_nested(result, args.json)
 
 
@@ -370,13 +370,16 @@ def build_parser() -> argparse.ArgumentParser:
     tournament.set_defaults(run=_bench_tournament)
 
     archive = benches.add_parser(
-        "archive", help="the archive on an embedded PostgreSQL: a bot's 50 latest matches, put_match's rate, Redis memory"
+        "archive",
+        help="the archive on an embedded PostgreSQL: a bot's 50 latest matches, put_match's and settlement's rates, "
+        "Redis memory",
     )
     archive.add_argument("--matches", type=int, default=100_000, help="archived matches to fill the database with")
     archive.add_argument("--bots", type=int, default=1_000, help="bots the seats are spread over")
     archive.add_argument("--queries", type=int, default=2_000, help="'a bot's 50 latest matches' queries to time")
     archive.add_argument("--puts", type=int, default=2_000, help="matches Archive.put_match writes, per measurement")
     archive.add_argument("--concurrency", type=int, default=4, help="put_match calls at once, second measurement")
+    archive.add_argument("--settles", type=int, default=1_000, help="queued finished matches one worker settles")
     archive.add_argument("--seed", type=int, default=1)
     archive.add_argument("--json", action="store_true", help="one JSON line")
     archive.set_defaults(run=_bench_archive)

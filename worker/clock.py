@@ -1,10 +1,10 @@
 """The worker's clock: one asyncio loop per worker process that keeps everything moving.
 
 - every ~10 ms: the deadline sweep (``worker.deadlines``);
-- every 0.2 s: ended matches waiting in the settlement queue, and refits asked for, get an
-  RQ job each (``worker.jobs.settle_match``, ``worker.jobs.fit_ratings``); a settlement that
-  a dead worker left unfinished is queued again once its claim (``SETTLE_CLAIM_SECONDS``)
-  lapses;
+- every 0.2 s: ended matches waiting in the settlement queue get RQ jobs, by the batch
+  (``worker.jobs.settle_matches``), and refits asked for a job each
+  (``worker.jobs.fit_ratings``); a settlement that a dead worker left unfinished is queued
+  again once its claim (``SETTLE_CLAIM_SECONDS``) lapses;
 - every 0.5 s: each tournament that is due or running is advanced (started at its time,
   its next tables created as its matches end), and each that ended gets a job that archives
   it (``worker.jobs.archive_tournament``).
@@ -38,6 +38,8 @@ JOB_QUEUE = "default"
 SETTLE_EVERY = 0.2
 TOURNAMENTS_EVERY = 0.5
 SETTLE_CLAIM_SECONDS = 30
+#: ended matches settled by one job at most
+SETTLE_BATCH = 50
 
 
 class JobQueue:
@@ -54,9 +56,12 @@ class JobQueue:
 
 
 async def queue_settlements(services: Services, queue: JobQueue) -> int:
+    """The ended matches nobody settles yet, claimed, in jobs of SETTLE_BATCH (a job is a
+    process and its connections: one per match capped a worker at a few dozen a second)."""
     claimed = await services.settlement.claim(200, SETTLE_CLAIM_SECONDS)
-    for match_id in claimed:
-        await queue.put(jobs.settle_match, match_id, job_id=f"settle-{match_id}")
+    for start in range(0, len(claimed), SETTLE_BATCH):
+        batch = claimed[start:start + SETTLE_BATCH]
+        await queue.put(jobs.settle_matches, batch, job_id=f"settle-{batch[0]}-{len(batch)}")
     return len(claimed)
 
 

@@ -9,6 +9,7 @@ it returns, lets the house bots it set moving finish their moves."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -34,10 +35,36 @@ def _run(work: Callable[[Services], Awaitable[Any]]) -> Any:
 
 
 def settle_match(match_id: str) -> None:
-    """An ended match: its rating change, its tournament's next step, the archive. The
-    archive's database away: the match stays queued, tried again in ARENA_ARCHIVE_RETRY_SECONDS
-    (one line in the log per attempt; the job itself ends well, nothing for RQ to retry)."""
-    _run(lambda s: _or_later(s, s.settlement.settle(match_id), lambda t: s.settlement.retry_later(match_id, t)))
+    """An ended match: its rating change, its tournament's next step, the archive."""
+    settle_matches([match_id])
+
+
+def settle_matches(match_ids: list[str]) -> None:
+    """Ended matches, one after another in one job (one process, one set of connections: the
+    clock queues them by the batch). The archive's database away: a match stays queued, tried
+    again in ARENA_ARCHIVE_RETRY_SECONDS (one line in the log per attempt). Any other failure
+    of one leaves it queued (its claim lapses) and the others go on; the job then fails with
+    the first, for RQ to show."""
+
+    async def work(services: Services) -> None:
+        failed: Exception | None = None
+        for match_id in match_ids:
+            try:
+                await _or_later(
+                    services, services.settlement.settle(match_id),
+                    functools.partial(_retry_settling, services, match_id),
+                )
+            except Exception as error:  # the others are settled first; raised below
+                log.exception("settling match %s failed; it stays queued", match_id)
+                failed = failed or error
+        if failed is not None:
+            raise failed
+
+    _run(work)
+
+
+async def _retry_settling(services: Services, match_id: str, seconds: int) -> None:
+    await services.settlement.retry_later(match_id, seconds)
 
 
 def archive_tournament(tournament_id: str) -> None:

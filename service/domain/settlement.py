@@ -65,7 +65,7 @@ class Settlement:
             if self.archive is not None:
                 ended_ms = await self.matches.ended_ms(match_id) or now_ms()
                 changes = await self.ratings.changes(match_id)
-                record = await self.matches.record(match_id)
+                record = await self.matches.live_record(match_id)  # (not the archive's: not there yet)
                 archived = archived_match(match, stored.event_id, record, changes, ended_ms)
                 try:
                     await self.archive.put_match(archived)

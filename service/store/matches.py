@@ -358,9 +358,13 @@ class MatchStore:
         match.event_id = event_id
         return True
 
+    async def live_record(self, match_id: str) -> bytes | None:
+        """The record stored with a match's last move in Redis (None: none there)."""
+        return await self.redis.hget(match_key(match_id), "record")
+
     async def record(self, match_id: str) -> bytes | None:
-        """A finished match's record as JSON (None: none stored)."""
-        record = await self.redis.hget(match_key(match_id), "record")
+        """A finished match's record as JSON, from Redis or else the archive (None: none stored)."""
+        record = await self.live_record(match_id)
         if record is None and self.archive is not None:
             archived = await self.archive.record(match_id)
             record = None if archived is None else orjson.dumps(archived)
