@@ -39,7 +39,7 @@ SETTLE_EVERY = 0.2
 TOURNAMENTS_EVERY = 0.5
 SETTLE_CLAIM_SECONDS = 30
 #: ended matches settled by one job at most
-SETTLE_BATCH = 50
+SETTLE_BATCH = 200
 
 
 class JobQueue:

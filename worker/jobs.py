@@ -40,13 +40,24 @@ def settle_match(match_id: str) -> None:
 
 
 def settle_matches(match_ids: list[str]) -> None:
-    """Ended matches, one after another in one job (one process, one set of connections: the
-    clock queues them by the batch). The archive's database away: a match stays queued, tried
-    again in ARENA_ARCHIVE_RETRY_SECONDS (one line in the log per attempt). Any other failure
-    of one leaves it queued (its claim lapses) and the others go on; the job then fails with
-    the first, for RQ to show."""
+    """Ended matches in one job (one process, one set of connections: the clock queues them by
+    the batch), their archive rows in one transaction. The archive's database away: they stay
+    queued, tried again in ARENA_ARCHIVE_RETRY_SECONDS (one line in the log per attempt). Any
+    other failure: they are settled one by one, so that one failing leaves only itself queued
+    (its claim lapses) and the job then fails with the first, for RQ to show."""
 
     async def work(services: Services) -> None:
+        try:  # all at once: one transaction in the archive
+            await services.settlement.settle_many(match_ids)
+            return
+        except ArchiveUnavailable as error:
+            seconds = services.settings.archive_retry_seconds
+            log.warning("archive unavailable, retrying in %d s: %s", seconds, error)
+            for match_id in match_ids:
+                await services.settlement.retry_later(match_id, seconds)
+            return
+        except Exception:  # one after another, so that one failing holds up none of the others
+            log.warning("settling %d matches at once failed; settling them one by one", len(match_ids), exc_info=True)
         failed: Exception | None = None
         for match_id in match_ids:
             try:

@@ -76,9 +76,9 @@ class RatingService:
                 return
         raise RuntimeError(f"ratings for match {match.id} kept changing; the settlement will be retried")
 
-    async def changes(self, match_id: str) -> list[dict[str, Any]] | None:
-        """A settled match's rating changes (bot, name, before, after); None: it moved none."""
-        return await self.ratings.changes(match_id)
+    async def changes(self, match_ids: Sequence[str]) -> list[list[dict[str, Any]] | None]:
+        """Settled matches' rating changes (bot, name, before, after); None: one moved none."""
+        return await self.ratings.changes(match_ids)
 
     async def request_fit(self, ruleset: str) -> None:
         """Ask the workers to refit a ruleset's FITTED ratings (after a rated tournament, or on

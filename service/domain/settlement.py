@@ -26,6 +26,7 @@ from __future__ import annotations
 from service.domain.archiving import archived_match, tournament_document, tournament_standings
 from service.domain.ratings import RatingService
 from service.domain.tournaments import TournamentService
+from service.model.live_match import LiveMatch
 from service.model.tournament import TournamentStatus
 from service.store.archive import UNAVAILABLE, Archive, ArchiveUnavailable
 from service.store.clock import now_ms
@@ -48,30 +49,50 @@ class Settlement:
     async def settle(self, match_id: str) -> None:
         """Settle one ended match (its id from the settlement queue), then take it off.
         ArchiveUnavailable: done but for the archive; the match stays queued."""
-        stored = await self.matches.load(match_id)
-        if stored is not None and stored.match.ended:
-            match = stored.match
-            tid = match.settings.tournament
-            if tid:
-                # settles the table once it is complete; when another run holds the tournament
-                # (a cancel under way, another worker), the match stays queued and is retried
-                if not await self.tournaments.advance(tid):
-                    return
-                t = await self.tournaments.store.load(tid)
-                if t is not None and t.status is TournamentStatus.CANCELLED:
-                    await self.tournaments.settle_cut_short(t)  # it played on after the cancel
-            else:
-                await self.ratings.settle(match)
-            if self.archive is not None:
-                ended_ms = await self.matches.ended_ms(match_id) or now_ms()
-                changes = await self.ratings.changes(match_id)
-                record = await self.matches.live_record(match_id)  # (not the archive's: not there yet)
-                archived = archived_match(match, stored.event_id, record, changes, ended_ms)
-                try:
-                    await self.archive.put_match(archived)
-                except UNAVAILABLE as error:
-                    raise ArchiveUnavailable(f"match {match_id}: {_reason(error)}") from error
-        await self.matches.settled(match_id, archived=self.archive is not None and stored is not None)
+        await self.settle_many([match_id])
+
+    async def settle_many(self, match_ids: list[str]) -> None:
+        """Settle ended matches, their archive rows written in one transaction (one commit for
+        all), then take them off the queue. A tournament's match whose tournament another run
+        holds stays queued. ArchiveUnavailable: done but for the archive; all stay queued."""
+        settled: list[tuple[str, bool]] = []
+        ready = []
+        for match_id, stored in zip(match_ids, await self.matches.load_many(match_ids), strict=True):
+            if stored is not None and stored.match.ended:
+                if not await self._rate_or_advance(stored.match):
+                    continue
+                ready.append(stored)
+            settled.append((match_id, self.archive is not None and stored is not None))
+        if ready and self.archive is not None:
+            ids = [stored.match.id for stored in ready]
+            ended = await self.matches.ended_ms(ids)
+            changes = await self.ratings.changes(ids)
+            records = await self.matches.live_records(ids)  # (not the archive's: not there yet)
+            archived = [
+                archived_match(stored.match, stored.event_id, record, changed, ended_ms or now_ms())
+                for stored, ended_ms, changed, record in zip(ready, ended, changes, records, strict=True)
+            ]
+            try:
+                await self.archive.put_matches(archived)
+            except UNAVAILABLE as error:
+                raise ArchiveUnavailable(f"matches {', '.join(ids)}: {_reason(error)}") from error
+        if settled:
+            await self.matches.settled(settled)
+
+    async def _rate_or_advance(self, match: LiveMatch) -> bool:
+        """A match's rating change, or its tournament's next step; False when another run
+        holds the tournament (a cancel under way, another worker): retried later."""
+        tid = match.settings.tournament
+        if not tid:
+            await self.ratings.settle(match)
+            return True
+        # settles the table once it is complete
+        if not await self.tournaments.advance(tid):
+            return False
+        t = await self.tournaments.store.load(tid)
+        if t is not None and t.status is TournamentStatus.CANCELLED:
+            await self.tournaments.settle_cut_short(t)  # it played on after the cancel
+        return True
 
     async def retry_later(self, match_id: str, seconds: int) -> None:
         """A settlement the archive did not take: claimed again in ``seconds``."""

@@ -237,25 +237,30 @@ class Archive:
 
     # ------------------------------------------------------------------ matches
     async def put_match(self, match: ArchivedMatch) -> None:
-        """Write the match, its seats and its rounds in one transaction: once, however often
-        it is written (the match's row is replaced; its seats and rounds, fixed once it has
+        await self.put_matches([match])
+
+    async def put_matches(self, archived: Sequence[ArchivedMatch]) -> None:
+        """Write matches, their seats and their rounds in one transaction: once, however often
+        they are written (a match's row is replaced; its seats and rounds, fixed once it has
         ended, are kept as they are). The statements are fixed, so SQLAlchemy compiles each
         once per process; the rows go as parameters (asyncpg's executemany)."""
-        row = match.row()
+        rows = [match.row() for match in archived]
         seats = [
             {
                 "match_id": match.id, "seat": s.seat, "bot_id": s.bot_id, "bot_name": s.bot_name, "house": s.house,
                 "score": s.score, "place": s.place, "timeouts": s.timeouts, "created_ms": match.created_ms,
                 "ruleset": match.ruleset,
             }
-            for s in match.seats
+            for match in archived for s in match.seats
         ]
         rounds = [
             {"match_id": match.id, "round": r.round, "seat": r.seat, "bid": r.bid, "tricks": r.tricks, "points": r.points}
-            for r in match.rounds
+            for match in archived for r in match.rounds
         ]
+        if not rows:
+            return
         async with self.engine.begin() as connection:
-            await connection.execute(_PUT_MATCH, row)
+            await connection.execute(_PUT_MATCH, rows)
             if seats:
                 await connection.execute(_PUT_SEATS, seats)
             if rounds:

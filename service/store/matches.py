@@ -358,13 +358,16 @@ class MatchStore:
         match.event_id = event_id
         return True
 
-    async def live_record(self, match_id: str) -> bytes | None:
-        """The record stored with a match's last move in Redis (None: none there)."""
-        return await self.redis.hget(match_key(match_id), "record")
+    async def live_records(self, match_ids: Sequence[str]) -> list[bytes | None]:
+        """The records stored with the matches' last moves in Redis (None: none there)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for match_id in match_ids:
+                pipe.hget(match_key(match_id), "record")
+            return list(await pipe.execute())
 
     async def record(self, match_id: str) -> bytes | None:
         """A finished match's record as JSON, from Redis or else the archive (None: none stored)."""
-        record = await self.live_record(match_id)
+        record = await self.redis.hget(match_key(match_id), "record")
         if record is None and self.archive is not None:
             archived = await self.archive.record(match_id)
             record = None if archived is None else orjson.dumps(archived)
@@ -386,21 +389,22 @@ class MatchStore:
         claimed = await self._claim_unsettled(keys=[UNSETTLED], args=[limit, claim_seconds, settle_claim_key("")])
         return [m.decode() for m in claimed]
 
-    async def ended_ms(self, match_id: str) -> int | None:
-        """When an ended match ended (its time in the settlement queue; None once it left it)."""
-        score = await self.redis.zscore(UNSETTLED, match_id)
-        return None if score is None else int(score)
+    async def ended_ms(self, match_ids: Sequence[str]) -> list[int | None]:
+        """When each ended match ended (its time in the settlement queue; None once it left it)."""
+        scores = await self.redis.zmscore(UNSETTLED, list(match_ids))
+        return [None if score is None else int(score) for score in scores]
 
-    async def settled(self, match_id: str, archived: bool) -> None:
-        """The match's settlement is done: it leaves the queue, and once ``archived``, its keys
-        leave Redis after the grace period (its readers find it in the archive) and it leaves the
-        live matches the listings read."""
+    async def settled(self, match_ids: Sequence[tuple[str, bool]]) -> None:
+        """The matches' settlement is done (each with whether it is archived): they leave the
+        queue, and the archived ones leave the live matches the listings read, their keys
+        leaving Redis after the grace period (their readers find them in the archive)."""
         async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.zrem(UNSETTLED, match_id)
-            if archived:
-                pipe.zrem(LIVE_MATCHES, match_id)  # the listings find it in the archive now
-                pipe.expire(match_key(match_id), self.grace_seconds)
-                pipe.expire(events_key(match_id), self.grace_seconds)
+            pipe.zrem(UNSETTLED, *(match_id for match_id, _ in match_ids))
+            for match_id, archived in match_ids:
+                if archived:
+                    pipe.zrem(LIVE_MATCHES, match_id)  # the listings find it in the archive now
+                    pipe.expire(match_key(match_id), self.grace_seconds)
+                    pipe.expire(events_key(match_id), self.grace_seconds)
             await pipe.execute()
 
     async def retry_settling(self, match_id: str, seconds: int) -> None:

@@ -111,10 +111,11 @@ class RatingStore:
         args.append(json.dumps([{"bot": b, "name": n, "before": old, "after": new} for b, n, _, old, new in changes]))
         return int(await self._apply(keys=keys, args=args))
 
-    async def changes(self, match_id: str) -> list[dict[str, Any]] | None:
-        """The rating changes applied for a match: (bot, name, before, after) each; None when none were."""
-        found = await self.redis.hget(self.CHANGES, match_id)
-        return None if found is None else json.loads(found)
+    async def changes(self, match_ids: Sequence[str]) -> list[list[dict[str, Any]] | None]:
+        """The rating changes applied for each match: (bot, name, before, after) each; None
+        where none were."""
+        found = await self.redis.hmget(self.CHANGES, list(match_ids))
+        return [None if changes is None else json.loads(changes) for changes in found]
 
     async def results(self, ruleset: str) -> list[dict[str, Any]]:
         return [json.loads(r) for r in await self.redis.lrange(f"ratings:results:{ruleset}", 0, -1)]

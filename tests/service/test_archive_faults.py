@@ -142,7 +142,7 @@ def test_a_settlement_killed_after_any_step_and_run_again_loses_and_doubles_noth
             elif step == "tournament advanced":
                 crash_once(monkeypatch, settlement.tournaments, "advance")
             elif step == "archive written":
-                crash_once(monkeypatch, settlement.archive, "put_match")
+                crash_once(monkeypatch, settlement.archive, "put_matches")
             else:
                 crash_once(monkeypatch, settlement.matches, "settled", before=True)
             with pytest.raises(Killed):
