@@ -15,9 +15,10 @@ import pytest
 import redis
 
 from service.domain.services import Services
-from service.model.live_match import LiveMatch, MatchSettings, SeatHolder
+from service.model.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder
 from service.settings import Settings
 from service.store.archive import migrate
+from service.store.clock import now_ms
 from service.store.embedded_postgres import EmbeddedPostgres
 from service.store.embedded_redis import EmbeddedRedis
 from tests.service.arena_client import Api, Process, free_port
@@ -138,3 +139,24 @@ def first_action(match: LiveMatch) -> tuple[int, int]:
 def house(seat: int) -> SeatHolder:
     """A house RANDOM bot's hold on ``seat``."""
     return SeatHolder("house-random", f"House Random #{seat}", "RANDOM")
+
+
+async def ended_by_its_last_commit(services: Services, match: LiveMatch) -> LiveMatch:
+    """``match`` (no seat taken yet) with a house bot in every seat, played in memory up to its
+    last move, stored, then ended by committing that move: queued for settlement as a match
+    that ends in play is."""
+    events = [match.join(seat, house(seat), now_ms()) for seat in range(match.settings.config.players)]
+    while True:  # all but the last move, in memory
+        probe = match.copy()
+        seat, action = first_action(probe)
+        probe.play(seat, action, "house", now_ms())
+        if probe.ended:
+            break
+        events.append(match.play(seat, action, "house", now_ms()))
+    store = services.matches.matches
+    assert await store.create(match, events)
+    seat, action = first_action(match)
+    assert await store.commit(match, match.play(seat, action, "house", now_ms()))
+    assert match.status is MatchStatus.FINISHED
+    return match
+

@@ -27,12 +27,12 @@ from sqlalchemy import func, select, text
 from service.domain.archiving import tournament_standings
 from service.domain.matches import Caller
 from service.domain.tournaments import NewTournament
-from service.model.live_match import LiveMatch, MatchSettings, MatchStatus
+from service.model.live_match import LiveMatch, MatchSettings
 from service.store.archive import Archive, match_rounds, match_seats, matches, migrate, tournaments
 from service.store.clock import now_ms
 from service.store.embedded_postgres import EmbeddedPostgres
 from service.store.keys import UNARCHIVED_TOURNAMENTS, UNSETTLED, history_key, match_key
-from tests.service.conftest import TIMEOUT_MS, embedded_redis_url, first_action, house
+from tests.service.conftest import TIMEOUT_MS, embedded_redis_url, ended_by_its_last_commit
 from tests.service.test_tournaments import Workers, create, get, play_to_the_end, wait_status, wait_until
 from wizard import MatchConfig, new_match
 
@@ -66,20 +66,7 @@ async def ended_rated_match(services: Any) -> LiveMatch:
     config = MatchConfig.create(RULESET, 3)
     settings = MatchSettings(config, TIMEOUT_MS, True, False, "creator", now_ms())
     match = LiveMatch.new(f"faults-{secrets.token_hex(6)}", settings, new_match(config, secrets.token_hex(8)))
-    events = [match.join(seat, house(seat), now_ms()) for seat in range(3)]
-    while True:  # all but the last move, in memory
-        probe = match.copy()
-        seat, action = first_action(probe)
-        probe.play(seat, action, "house", now_ms())
-        if probe.ended:
-            break
-        events.append(match.play(seat, action, "house", now_ms()))
-    store = services.matches.matches
-    assert await store.create(match, events)
-    seat, action = first_action(match)
-    assert await store.commit(match, match.play(seat, action, "house", now_ms()))
-    assert match.status is MatchStatus.FINISHED
-    return match
+    return await ended_by_its_last_commit(services, match)
 
 
 async def ended_tournament_match(services: Any) -> tuple[str, str]:

@@ -33,12 +33,11 @@ import pytest
 from ranking.pairing import placement_points
 from service.domain.matches import Caller
 from service.domain.tournaments import NewTournament
-from service.model.live_match import MatchStatus
 from service.model.tournament import Table
 from service.store.clock import now_ms
 from service.store.keys import UNSETTLED, history_key, tournament_key, tournament_lock_key
 from tests.service import arena_client
-from tests.service.conftest import first_action, house, live_match
+from tests.service.conftest import ended_by_its_last_commit, live_match
 
 #: tournaments progress in the background: polls here wait longer and less often
 wait_until = functools.partial(arena_client.wait_until, timeout=30.0, every=0.15)
@@ -628,20 +627,9 @@ def test_settle_leaves_a_tournament_match_queued_while_another_run_holds_the_tou
         assert await services.redis.exists(tournament_key(t.id))
         try:
             # an ended match of the tournament, queued for settlement by its last commit
-            match = live_match(ruleset="WIZARD_JUNIOR", tournament=t.id, match_id=f"{t.id}-r1t0-0")
-            events = [match.join(seat, house(seat), now_ms()) for seat in range(3)]
-            while True:  # all but the last move, in memory
-                probe = match.copy()
-                seat, action = first_action(probe)
-                probe.play(seat, action, "house", now_ms())
-                if probe.ended:
-                    break
-                events.append(match.play(seat, action, "house", now_ms()))
-            store = services.matches.matches
-            assert await store.create(match, events)
-            seat, action = first_action(match)
-            assert await store.commit(match, match.play(seat, action, "house", now_ms()))
-            assert match.status is MatchStatus.FINISHED
+            match = await ended_by_its_last_commit(
+                services, live_match(ruleset="WIZARD_JUNIOR", tournament=t.id, match_id=f"{t.id}-r1t0-0")
+            )
             assert await services.redis.zscore(UNSETTLED, match.id) is not None
 
             key = tournament_lock_key(t.id)
