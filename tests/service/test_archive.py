@@ -18,6 +18,7 @@ from service.store.keys import events_key, match_key
 from service.store.matches import after_event
 from tests.service.conftest import first_action, house, live_match
 from tests.service.test_ratings import start_matches, wait_finished, wait_settled
+from tests.service.test_replay_api import replay
 from tests.service.test_tournaments import Player, wait_until
 
 
@@ -77,6 +78,8 @@ def test_a_finished_match_is_archived_and_read_back_alike_once_redis_lets_it_go(
     assert {token: api.match(match_id, token) for token in (a, b, None)} == live
     assert api.http.get(f"/api/matches/{match_id}/record").json() == record
     assert api.http.get(f"/api/matches/{match_id}", headers={"Authorization": f"Bearer {a}"}).json() == rest
+    replayed = replay(api, match_id, "--quiet")  # `wizard-arena replay`, which reads the record
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
 
 
 def test_an_aborted_match_is_archived_without_a_record(start_api, worker, redis_client, database_url):
