@@ -76,7 +76,9 @@ class Services:
         metrics.follow(feed)
         matches = MatchService(match_store, bot_store, settings, feed, on_change=metrics.on_change)
         ratings = RatingService(RatingStore(redis))
-        tournaments = TournamentService(TournamentStore(redis), matches, ratings, settings)
+        tournaments = TournamentService(
+            TournamentStore(redis, archive, settings.archive_grace_seconds), matches, ratings, settings
+        )
         settlement = Settlement(matches.matches, tournaments, ratings, archive)
         return cls(settings, redis, scripts, BotService(bot_store, settings), matches, metrics, tournaments,
                    ratings, settlement, archive)

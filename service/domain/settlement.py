@@ -107,13 +107,14 @@ class Settlement:
         """Write an ended tournament to the archive (as the API shows it, and its standings),
         then take it off those the archive awaits. ArchiveUnavailable: it stays awaited."""
         store = self.tournaments.store
-        t = await store.load(tid)
+        fields = await store.fields(tid)  # None: gone from Redis, so archived already
+        t = None if fields is None else await store.load(tid)
         if t is not None and t.status.over and self.archive is not None:
             ended_ms = t.finished_ms or now_ms()
             try:
                 await self.archive.put_tournament(
                     t.id, t.status.value, t.spec.ruleset, t.created_ms or t.spec.starts_at_ms, ended_ms,
-                    tournament_document(t), tournament_standings(t),
+                    tournament_document(t), tournament_standings(t), fields,
                 )
             except UNAVAILABLE as error:
                 raise ArchiveUnavailable(f"tournament {tid}: {_reason(error)}") from error

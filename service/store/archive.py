@@ -139,6 +139,9 @@ tournaments = Table(
     Column("ended_ms", BigInteger, nullable=False),
     Column("document", JSONB, nullable=False),
     Column("standings", JSONB, nullable=False),
+    #: the tournament's Redis fields (its hash, tables and results, as text), so that it is
+    #: read back by the same code once its keys have left Redis (None: archived before them)
+    Column("stored", JSONB),
 )
 Index("tournaments_newest", tournaments.c.created_ms.desc(), tournaments.c.id.desc())
 
@@ -347,6 +350,14 @@ class Archive:
             )).mappings().all()
         return {r["id"]: dict(r) for r in rows}
 
+    async def tournament_fields(self, tournament_id: str) -> dict[str, Any] | None:
+        """An archived tournament's Redis fields (TournamentStore reads them), or None."""
+        async with self.engine.connect() as connection:
+            found = (await connection.execute(
+                select(tournaments.c.stored).where(tournaments.c.id == tournament_id)
+            )).first()
+        return None if found is None else found.stored
+
     async def bot_stats(self, bot_id: str, ruleset: str) -> dict[str, Any]:
         """A bot's figures over its archived FINISHED matches under ``ruleset``: matches, the
         sums of its scores, places and timeouts, its rounds and the rounds it bid exactly."""
@@ -376,10 +387,10 @@ class Archive:
     # ------------------------------------------------------------------ tournaments
     async def put_tournament(
         self, tournament_id: str, status: str, ruleset: str, created_ms: int, ended_ms: int,
-        document: dict[str, Any], standings: list[dict[str, Any]],
+        document: dict[str, Any], standings: list[dict[str, Any]], stored: dict[str, Any] | None = None,
     ) -> None:
         row = {"id": tournament_id, "status": status, "ruleset": ruleset, "created_ms": created_ms,
-               "ended_ms": ended_ms, "document": document, "standings": standings}
+               "ended_ms": ended_ms, "document": document, "standings": standings, "stored": stored}
         async with self.engine.begin() as connection:
             await connection.execute(_PUT_TOURNAMENT, row)
 

@@ -11,6 +11,7 @@ import secrets
 from redis.asyncio import Redis
 
 from service.model.tournament import Entrant, Table, TableResult, Tournament, TournamentSpec, TournamentStatus
+from service.store.archive import Archive
 from service.store.clock import now_ms
 from service.store.keys import (
     ACTIVE_TOURNAMENTS,
@@ -57,8 +58,11 @@ def _entrants_json(entrants: list[Entrant]) -> str:
 
 
 class TournamentStore:
-    def __init__(self, redis: Redis) -> None:
+    def __init__(self, redis: Redis, archive: Archive | None = None, grace_seconds: int = 600) -> None:
         self.redis = redis
+        #: where an ended tournament is read once Redis no longer holds it (None: nowhere)
+        self.archive = archive
+        self.grace_seconds = grace_seconds
         self._set_entrants = redis.register_script(SET_ENTRANTS)
         self._move_status = redis.register_script(MOVE_STATUS)
         self._unlock = redis.register_script(UNLOCK)
@@ -76,6 +80,28 @@ class TournamentStore:
             await pipe.execute()
 
     async def load(self, tid: str) -> Tournament | None:
+        """The tournament from Redis, or once it has left Redis, from the archive (None: unknown)."""
+        fields = await self.fields(tid)
+        if fields is None and self.archive is not None:
+            fields = await self.archive.tournament_fields(tid)
+        if fields is None:
+            return None
+        head, tables, results = fields["head"], fields["tables"], fields["results"]
+        return Tournament(
+            tid,
+            TournamentSpec.from_dict(json.loads(head["spec"])),
+            TournamentStatus(head["status"]),
+            [Entrant.from_dict(e) for e in json.loads(head["entrants"])],
+            int(head["started"]) if "started" in head else None,
+            int(head["finished"]) if "finished" in head else None,
+            {k: Table.from_dict(json.loads(v)) for k, v in tables.items()},
+            {k: TableResult.from_dict(json.loads(v)) for k, v in results.items()},
+            int(head["created"]) if "created" in head else None,
+        )
+
+    async def fields(self, tid: str) -> dict[str, dict[str, str]] | None:
+        """What Redis holds of the tournament, as text: its hash (``head``), its tables and its
+        results by id; the archive keeps the same (None: not in Redis)."""
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hgetall(tournament_key(tid))
             pipe.hgetall(tournament_tables_key(tid))
@@ -83,18 +109,10 @@ class TournamentStore:
             head, tables, results = await pipe.execute()
         if not head:
             return None
-        data = {k.decode(): v for k, v in head.items()}
-        return Tournament(
-            tid,
-            TournamentSpec.from_dict(json.loads(data["spec"])),
-            TournamentStatus(data["status"].decode()),
-            [Entrant.from_dict(e) for e in json.loads(data["entrants"])],
-            int(data["started"]) if "started" in data else None,
-            int(data["finished"]) if "finished" in data else None,
-            {k.decode(): Table.from_dict(json.loads(v)) for k, v in tables.items()},
-            {k.decode(): TableResult.from_dict(json.loads(v)) for k, v in results.items()},
-            int(data["created"]) if "created" in data else None,
-        )
+        return {
+            name: {k.decode(): v.decode() for k, v in values.items()}
+            for name, values in (("head", head), ("tables", tables), ("results", results))
+        }
 
     async def set_entrants(self, tid: str, before: list[Entrant], after: list[Entrant]) -> bool:
         """Replace the entrants, only if still SCHEDULED and nobody changed them meanwhile."""
@@ -139,10 +157,14 @@ class TournamentStore:
         return [t.decode() for t in claimed]
 
     async def archived(self, tid: str) -> None:
-        """The tournament is in the archive: no longer awaited there."""
+        """The tournament is in the archive: no longer awaited there, and its keys leave Redis
+        after the grace period (its readers find it in the archive)."""
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.zrem(UNARCHIVED_TOURNAMENTS, tid)
             pipe.delete(archive_claim_key(tid))
+            if self.archive is not None:
+                for key in (tournament_key(tid), tournament_tables_key(tid), tournament_results_key(tid)):
+                    pipe.expire(key, self.grace_seconds)
             await pipe.execute()
 
     async def retry_archiving(self, tid: str, seconds: int) -> None:

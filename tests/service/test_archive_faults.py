@@ -26,12 +26,14 @@ from sqlalchemy import func, select, text
 
 from service.domain.archiving import tournament_standings
 from service.domain.matches import Caller
+from service.domain.services import Services
 from service.domain.tournaments import NewTournament
 from service.model.live_match import LiveMatch, MatchSettings
+from service.settings import Settings
 from service.store.archive import Archive, match_rounds, match_seats, matches, migrate, tournaments
 from service.store.clock import now_ms
 from service.store.embedded_postgres import EmbeddedPostgres
-from service.store.keys import UNARCHIVED_TOURNAMENTS, UNSETTLED, history_key, match_key
+from service.store.keys import UNARCHIVED_TOURNAMENTS, UNSETTLED, history_key, match_key, tournament_key
 from tests.service.conftest import TIMEOUT_MS, embedded_redis_url, ended_by_its_last_commit
 from tests.service.test_tournaments import Workers, create, get, play_to_the_end, wait_status, wait_until
 from wizard import MatchConfig, new_match
@@ -357,3 +359,43 @@ def test_a_worker_killed_while_its_settlement_waits_on_the_database_loses_and_do
     assert query(url, "SELECT count(*) FROM matches WHERE id = :m", m=match_id)[0][0] == 1
     assert query(url, "SELECT count(*) FROM match_seats WHERE match_id = :m", m=match_id)[0][0] == 3
     assert rated_times(redis_client, match_id) == (1, 1)
+
+
+def test_an_archived_tournament_leaves_redis_and_reads_back_alike(api, redis_url, database_url, redis_client):
+    """Once archived (grace 0 here), a tournament's keys leave Redis, and it is read back from
+    the archive by the same code: the API answers as before, its listing too."""
+    settings = Settings(REDIS_URL=redis_url, DATABASE_URL=database_url, archive_grace_seconds=0)
+    services = Services.open(settings)
+    token, bot_id = api.register()
+    caller = Caller(bot_id, "creator")
+
+    async def create() -> str:
+        try:
+            t = await services.tournaments.create(caller, NewTournament(
+                "leaves redis", RULESET, players_per_match=3, rounds=1, starts_at_ms=now_ms() + 3_600_000,
+                house_bots=["RANDOM"] * 3,
+            ))
+            await services.tournaments.cancel(caller, t.id)
+            return t.id
+        finally:
+            await services.close()
+
+    tid = asyncio.run(create())
+    before = get(api, tid, token)
+    listed = api.data("{ tournaments(first: 100) { edges { node { id status } } } }")["tournaments"]["edges"]
+    assert {"id": tid, "status": "CANCELLED"} in [e["node"] for e in listed]
+
+    async def archive() -> None:
+        services = Services.open(settings)
+        try:
+            await services.settlement.archive_tournament(tid)
+            await services.settlement.archive_tournament(tid)  # again, its keys gone: nothing changes
+        finally:
+            await services.close()
+
+    asyncio.run(archive())
+    assert not redis_client.exists(tournament_key(tid))
+    assert get(api, tid, token) == before
+    listed = api.data("{ tournaments(first: 100) { edges { node { id status } } } }")["tournaments"]["edges"]
+    assert [e["node"] for e in listed].count({"id": tid, "status": "CANCELLED"}) == 1
+    assert query(database_url, "SELECT stored IS NOT NULL AS kept FROM tournaments WHERE id = :t", t=tid)[0].kept
