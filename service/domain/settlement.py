@@ -58,11 +58,13 @@ class Settlement:
         settled: list[tuple[str, bool]] = []
         ready = []
         for match_id, stored in zip(match_ids, await self.matches.load_many(match_ids), strict=True):
+            archived_now = False  # (a match not found, or not ended, is only taken off the queue)
             if stored is not None and stored.match.ended:
                 if not await self._rate_or_advance(stored.match):
                     continue
                 ready.append(stored)
-            settled.append((match_id, self.archive is not None and stored is not None))
+                archived_now = self.archive is not None
+            settled.append((match_id, archived_now))
         if ready and self.archive is not None:
             ids = [stored.match.id for stored in ready]
             ended = await self.matches.ended_ms(ids)
