@@ -47,24 +47,16 @@ def settle_matches(match_ids: list[str]) -> None:
     (its claim lapses) and the job then fails with the first, for RQ to show."""
 
     async def work(services: Services) -> None:
+        settlement = services.settlement
         try:  # all at once: one transaction in the archive
-            await services.settlement.settle_many(match_ids)
-            return
-        except ArchiveUnavailable as error:
-            seconds = services.settings.archive_retry_seconds
-            log.warning("archive unavailable, retrying in %d s: %s", seconds, error)
-            for match_id in match_ids:
-                await services.settlement.retry_later(match_id, seconds)
+            await _or_later(services, settlement.settle_many(match_ids), functools.partial(settlement.retry_later, match_ids))
             return
         except Exception:  # one after another, so that one failing holds up none of the others
             log.warning("settling %d matches at once failed; settling them one by one", len(match_ids), exc_info=True)
         failed: Exception | None = None
         for match_id in match_ids:
             try:
-                await _or_later(
-                    services, services.settlement.settle(match_id),
-                    functools.partial(_retry_settling, services, match_id),
-                )
+                await _or_later(services, settlement.settle(match_id), functools.partial(settlement.retry_later, [match_id]))
             except Exception as error:  # the others are settled first; raised below
                 log.exception("settling match %s failed; it stays queued", match_id)
                 failed = failed or error
@@ -72,10 +64,6 @@ def settle_matches(match_ids: list[str]) -> None:
             raise failed
 
     _run(work)
-
-
-async def _retry_settling(services: Services, match_id: str, seconds: int) -> None:
-    await services.settlement.retry_later(match_id, seconds)
 
 
 def archive_tournament(tournament_id: str) -> None:

@@ -96,9 +96,9 @@ class Settlement:
             await self.tournaments.settle_cut_short(t)  # it played on after the cancel
         return True
 
-    async def retry_later(self, match_id: str, seconds: int) -> None:
-        """A settlement the archive did not take: claimed again in ``seconds``."""
-        await self.matches.retry_settling(match_id, seconds)
+    async def retry_later(self, match_ids: list[str], seconds: int) -> None:
+        """Settlements the archive did not take: claimed again in ``seconds``."""
+        await self.matches.retry_settling(match_ids, seconds)
 
     # ------------------------------------------------------------------ tournaments
     async def claim_tournaments(self, limit: int, claim_seconds: int) -> list[str]:

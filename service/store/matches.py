@@ -407,10 +407,13 @@ class MatchStore:
                     pipe.expire(events_key(match_id), self.grace_seconds)
             await pipe.execute()
 
-    async def retry_settling(self, match_id: str, seconds: int) -> None:
-        """The match's settlement could not finish (the archive's database is away): it stays
-        queued, claimed again after ``seconds`` rather than when its claim would lapse."""
-        await self.redis.set(settle_claim_key(match_id), "1", ex=max(1, seconds))
+    async def retry_settling(self, match_ids: Sequence[str], seconds: int) -> None:
+        """The matches' settlement could not finish (the archive's database is away): they stay
+        queued, claimed again after ``seconds`` rather than when their claims would lapse."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for match_id in match_ids:
+                pipe.set(settle_claim_key(match_id), "1", ex=max(1, seconds))
+            await pipe.execute()
 
     async def set_due(self, match_id: str, due_ms: int | None) -> None:
         """Put a match in the sweeper's index at ``due_ms`` (out of it for None)."""
