@@ -192,12 +192,8 @@ class Listings:
         want = first + 1
 
         async def keep(keys: list[Key]) -> list[tuple[Key, Tournament]]:
-            archived = {} if self.archive is None else await self.archive.tournament_rows([k[1] for k in keys])
-            stale.extend(archived)  # read from the archive from now on
             out = []
             for key in keys:
-                if key[1] in archived:
-                    continue
                 t = await self.tournaments.load(key[1])
                 if t is None:
                     stale.append(key[1])
@@ -216,7 +212,7 @@ class Listings:
         known = {k[1]: t for k, t in live}
         missing = [k[1] for k in keys[:first] if k[1] not in known]
         for tid in missing:
-            found = await self.tournaments.load(tid)  # Redis keeps a tournament's whole state, archived or not
+            found = await self.tournaments.load(tid)  # (from the archive once gone from Redis)
             if found is not None:
                 known[tid] = found
         entries = [(encode_cursor(k), known[k[1]]) for k in keys[:first] if k[1] in known]

@@ -31,6 +31,7 @@ from service.model.tournament import TournamentStatus
 from service.store.archive import UNAVAILABLE, Archive, ArchiveUnavailable
 from service.store.clock import now_ms
 from service.store.matches import MatchStore
+from service.store.tournaments import tournament_of
 
 
 class Settlement:
@@ -110,7 +111,7 @@ class Settlement:
         then take it off those the archive awaits. ArchiveUnavailable: it stays awaited."""
         store = self.tournaments.store
         fields = await store.fields(tid)  # None: gone from Redis, so archived already
-        t = None if fields is None else await store.load(tid)
+        t = None if fields is None else tournament_of(tid, fields)
         if t is not None and t.status.over and self.archive is not None:
             ended_ms = t.finished_ms or now_ms()
             try:

@@ -340,16 +340,6 @@ class Archive:
             rows = (await connection.execute(query)).all()
         return [(int(r.created_ms), r.id) for r in rows]
 
-    async def tournament_rows(self, tournament_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """The archived ones among ``tournament_ids``: each row as a dict."""
-        if not tournament_ids:
-            return {}
-        async with self.engine.connect() as connection:
-            rows = (await connection.execute(
-                select(tournaments).where(tournaments.c.id.in_(list(tournament_ids)))
-            )).mappings().all()
-        return {r["id"]: dict(r) for r in rows}
-
     async def tournament_fields(self, tournament_id: str) -> dict[str, Any] | None:
         """An archived tournament's Redis fields (TournamentStore reads them), or None."""
         async with self.engine.connect() as connection:

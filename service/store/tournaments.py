@@ -57,6 +57,23 @@ def _entrants_json(entrants: list[Entrant]) -> str:
     return json.dumps([e.to_dict() for e in entrants])
 
 
+def tournament_of(tid: str, fields: dict[str, dict[str, str]]) -> Tournament:
+    """A tournament from its fields as Redis holds them (``TournamentStore.fields``; the
+    archive keeps the same)."""
+    head, tables, results = fields["head"], fields["tables"], fields["results"]
+    return Tournament(
+        tid,
+        TournamentSpec.from_dict(json.loads(head["spec"])),
+        TournamentStatus(head["status"]),
+        [Entrant.from_dict(e) for e in json.loads(head["entrants"])],
+        int(head["started"]) if "started" in head else None,
+        int(head["finished"]) if "finished" in head else None,
+        {k: Table.from_dict(json.loads(v)) for k, v in tables.items()},
+        {k: TableResult.from_dict(json.loads(v)) for k, v in results.items()},
+        int(head["created"]) if "created" in head else None,
+    )
+
+
 class TournamentStore:
     def __init__(self, redis: Redis, archive: Archive | None = None, grace_seconds: int = 600) -> None:
         self.redis = redis
@@ -84,20 +101,7 @@ class TournamentStore:
         fields = await self.fields(tid)
         if fields is None and self.archive is not None:
             fields = await self.archive.tournament_fields(tid)
-        if fields is None:
-            return None
-        head, tables, results = fields["head"], fields["tables"], fields["results"]
-        return Tournament(
-            tid,
-            TournamentSpec.from_dict(json.loads(head["spec"])),
-            TournamentStatus(head["status"]),
-            [Entrant.from_dict(e) for e in json.loads(head["entrants"])],
-            int(head["started"]) if "started" in head else None,
-            int(head["finished"]) if "finished" in head else None,
-            {k: Table.from_dict(json.loads(v)) for k, v in tables.items()},
-            {k: TableResult.from_dict(json.loads(v)) for k, v in results.items()},
-            int(head["created"]) if "created" in head else None,
-        )
+        return None if fields is None else tournament_of(tid, fields)
 
     async def fields(self, tid: str) -> dict[str, dict[str, str]] | None:
         """What Redis holds of the tournament, as text: its hash (``head``), its tables and its
@@ -157,12 +161,14 @@ class TournamentStore:
         return [t.decode() for t in claimed]
 
     async def archived(self, tid: str) -> None:
-        """The tournament is in the archive: no longer awaited there, and its keys leave Redis
-        after the grace period (its readers find it in the archive)."""
+        """The tournament is in the archive: no longer awaited there, off the live ones the
+        listings read, its keys leaving Redis after the grace period (its readers find it in
+        the archive)."""
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.zrem(UNARCHIVED_TOURNAMENTS, tid)
             pipe.delete(archive_claim_key(tid))
             if self.archive is not None:
+                pipe.zrem(LISTED_TOURNAMENTS, tid)  # the listings find it in the archive now
                 for key in (tournament_key(tid), tournament_tables_key(tid), tournament_results_key(tid)):
                     pipe.expire(key, self.grace_seconds)
             await pipe.execute()
