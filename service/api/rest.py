@@ -17,7 +17,7 @@ from starlette.routing import Route
 
 from service.api.graphql.types import match_type
 from service.domain.bots import bearer_token
-from service.domain.listings import DEFAULT_FIRST, MAX_FIRST, MatchFilter
+from service.domain.listings import DEFAULT_FIRST, MAX_FIRST, MatchFilter, one_of
 from service.domain.matches import Caller
 from service.domain.services import Services
 from service.errors import BadInput, NotFound, ServiceError, service_error
@@ -87,10 +87,7 @@ def record_filter(params: Any) -> RecordFilter:
     since, until = epoch_ms("since", params.get("since")), epoch_ms("until", params.get("until"))
     if since is not None and until is not None and since >= until:
         raise BadInput(f"since must come before until (since {params['since']!r}, until {params['until']!r})")
-    ruleset = params.get("ruleset") or None
-    rulesets = [r.value for r in Ruleset]
-    if ruleset is not None and ruleset not in rulesets:
-        raise BadInput(f"ruleset must be one of {', '.join(rulesets)}, not {ruleset!r}")
+    ruleset = one_of(params.get("ruleset") or None, [r.value for r in Ruleset], "ruleset")
     return RecordFilter(since, until, ruleset)
 
 

@@ -72,7 +72,8 @@ def decode_cursor(cursor: str | None) -> Key | None:
     return created, key_id
 
 
-def _choice(value: str | None, allowed: Sequence[str], name: str) -> str | None:
+def one_of(value: str | None, allowed: Sequence[str], name: str) -> str | None:
+    """``value`` (None: not given), or BAD_INPUT naming what ``name`` may be."""
     if value is None:
         return None
     if value not in allowed:
@@ -92,8 +93,8 @@ class MatchFilter:
 
     def checked(self) -> MatchFilter:
         """The filter, or BAD_INPUT saying which values are allowed."""
-        _choice(self.status, [s.value for s in MatchStatus], "status")
-        _choice(self.ruleset, [r.value for r in Ruleset], "ruleset")
+        one_of(self.status, [s.value for s in MatchStatus], "status")
+        one_of(self.ruleset, [r.value for r in Ruleset], "ruleset")
         for name, value in (("botId", self.bot_id), ("tournamentId", self.tournament_id)):
             if value is not None and (not isinstance(value, str) or not 0 < len(value) <= 64):
                 raise BadInput(f"{name} must be an id of 1 to 64 characters, not {value!r}")
@@ -187,7 +188,7 @@ class Listings:
     # ------------------------------------------------------------------ tournaments
     async def tournament_page(self, status: str | None, first: int, after: str | None) -> Page[Tournament]:
         first = check_first(first)
-        _choice(status, [s.value for s in TournamentStatus], "status")
+        one_of(status, [s.value for s in TournamentStatus], "status")
         before = decode_cursor(after)
         want = first + 1
 
@@ -221,7 +222,7 @@ class Listings:
     # ------------------------------------------------------------------ statistics
     async def bot_stats(self, bot_id: str, ruleset: str) -> BotStats:
         """A bot's figures over its archived finished matches under ``ruleset``."""
-        _choice(ruleset, [r.value for r in Ruleset], "ruleset")
+        one_of(ruleset, [r.value for r in Ruleset], "ruleset")
         if self.archive is None:
             raw = {"matches": 0, "score": 0, "place": 0, "timeouts": 0, "rounds": 0, "exact": 0}
         else:
