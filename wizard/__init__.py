@@ -12,9 +12,14 @@ through it.
 >>> from wizard.playout import playout
 >>> playout(state, random.Random(1)).winners  # the rest of the match, all seats random
 (3,)
+
+The hot modules (:mod:`wizard.tricks`, :mod:`wizard.shuffle`, :mod:`wizard.playout`) may be
+compiled by mypyc: :data:`COMPILED` says whether they are, ``WIZARD_PURE_PYTHON=1`` forces
+the pure-Python ones (:mod:`wizard._build`).
 """
 
-from wizard.bots import HOUSE_BOTS, HeuristicBot, HouseBot, RandomBot, fallback_move
+from wizard._build import COMPILED
+from wizard.bots import HeuristicBot, HouseBot, RandomBot, fallback_move
 from wizard.cards import Suit, card_code
 from wizard.errors import (
     ConfigError,
@@ -26,19 +31,21 @@ from wizard.errors import (
     RecordError,
     WizardError,
 )
+from wizard.house import HOUSE_BOTS
 from wizard.moves import Move
 from wizard.record import MatchRecord, record_of, state_from_bytes, state_to_bytes
 from wizard.rules import BidReveal, MatchConfig, Phase, Ruleset, Scoring, Variant
 from wizard.sampling import sample_state
+from wizard.search import SearchBot, search_move
 from wizard.shuffle import seed_hash
 from wizard.state import MatchState, Outcome, new_match
 from wizard.views import MatchView, Play, RoundResult, SeatResult, SeatView, Trick
 
 __all__ = [
-    "HOUSE_BOTS", "BidReveal", "ConfigError", "DealError", "HeuristicBot", "HouseBot",
+    "COMPILED", "HOUSE_BOTS", "BidReveal", "ConfigError", "DealError", "HeuristicBot", "HouseBot",
     "IllegalMoveError", "InvalidMoveError", "MatchConfig", "MatchFinishedError", "MatchRecord",
     "MatchState", "MatchView", "Move", "NotYourTurnError", "Outcome", "Phase", "Play",
-    "RandomBot", "RecordError", "RoundResult", "Ruleset", "Scoring", "SeatResult", "SeatView",
+    "RandomBot", "RecordError", "RoundResult", "Ruleset", "Scoring", "SearchBot", "SeatResult", "SeatView",
     "Suit", "Trick", "Variant", "WizardError", "card_code", "fallback_move", "new_match",
-    "record_of", "sample_state", "seed_hash", "state_from_bytes", "state_to_bytes",
+    "record_of", "sample_state", "search_move", "seed_hash", "state_from_bytes", "state_to_bytes",
 ]

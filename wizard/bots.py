@@ -256,9 +256,6 @@ def _unseen_codes(view: MatchView, seen: Iterable[str]) -> list[str]:
     return pool
 
 
-HOUSE_BOTS: dict[str, type[HouseBot]] = {"RANDOM": RandomBot, "HEURISTIC": HeuristicBot}
-
-
 def play_match(
     config: MatchConfig, seed: str, bots: Sequence[HouseBot], rng: Random, salt: str | None = None
 ) -> MatchState:

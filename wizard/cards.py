@@ -17,18 +17,19 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import cached_property
+from typing import Final
 
 from wizard.errors import InvalidMoveError
 
 SUIT_LETTERS = "BGRY"
-RANKS_PER_SUIT = 13
-WIZARD_BASE = 52
-JESTER_BASE = 56
-CARD_IDS = 60
+RANKS_PER_SUIT: Final = 13
+WIZARD_BASE: Final = 52
+JESTER_BASE: Final = 56
+CARD_IDS: Final = 60
 
 #: ``SUIT_OF[card]``: 0-3 for suit cards, ``WIZARD`` or ``JESTER`` for the specials.
-WIZARD = 4
-JESTER = 5
+WIZARD: Final = 4
+JESTER: Final = 5
 
 
 class Suit(IntEnum):

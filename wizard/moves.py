@@ -19,14 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from wizard.cards import CARD_IDS, CODE_MASK, CODES, Suit
 from wizard.errors import InvalidMoveError
 
 #: actions 0-59 play that card id; 60-63 choose that suit as trump; 64 + b bids b.
-ACTION_TRUMP = CARD_IDS
-ACTION_BID = ACTION_TRUMP + 4
+ACTION_TRUMP: Final = CARD_IDS
+ACTION_BID: Final = ACTION_TRUMP + 4
 MAX_BID = 20
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from math import floor
 from random import Random
+from typing import Any, Final
 
 from wizard.cards import (
     BIT,
@@ -37,28 +38,31 @@ from wizard.shuffle import SeedStream, fresh_shuffle, round_label
 from wizard.state import NO_SEAT, MatchState, Outcome
 from wizard.tricks import FOLLOW_MASK, LEAD_OPEN, playable, trick_table, trick_winner
 
-#: ``_LOG_CODES[seat][card]``: the log entry of the seat playing that card
-_LOG_CODES = tuple(tuple(seat << 8 | card for card in range(CARD_IDS)) for seat in range(6))
+#: ``_LOG_CODES[seat][card]``: the log entry of the seat playing that card (ints, typed
+#: ``Any`` so that mypyc appends the very objects to the log: an ``int`` it would unbox,
+#: then box anew, a new object for most entries)
+_LOG_CODES: Final[tuple[tuple[Any, ...], ...]] = tuple(tuple(seat << 8 | card for card in range(CARD_IDS)) for seat in range(6))
 #: ``_FOLLOWERS[n][leader]``: the seats that play after the leader, in turn, each as
 #: ``(seat, _LOG_CODES[seat])``
-_FOLLOWERS = {
+_FOLLOWERS: Final = {
     n: tuple(tuple(((leader + i) % n, _LOG_CODES[(leader + i) % n]) for i in range(1, n)) for leader in range(n))
     for n in range(3, 7)
 }
 #: by the card that sets the lead: the suit to follow (0: none), and the cards a seat
 #: holding that suit may play (:func:`wizard.tricks.playable`; SINGLE_SUIT never follows:
-#: ``_NO_FOLLOW``)
-_FOLLOW_OF = tuple(SUIT_MASK[SUIT_OF[c]] if SUIT_OF[c] < 4 else 0 for c in range(CARD_IDS))
-_LEGAL_OF = tuple(FOLLOW_MASK[SUIT_OF[c]] if SUIT_OF[c] < 4 else 0 for c in range(CARD_IDS))
-_NO_FOLLOW = (0,) * CARD_IDS
+#: ``_NO_FOLLOW``). (Every table is typed ``tuple[X, ...]``: mypyc would keep a tuple of a
+#: known length, such as ``(0,) * CARD_IDS``, as a C struct, and build it anew where used.)
+_FOLLOW_OF: Final[tuple[int, ...]] = tuple(SUIT_MASK[SUIT_OF[c]] if SUIT_OF[c] < 4 else 0 for c in range(CARD_IDS))
+_LEGAL_OF: Final[tuple[int, ...]] = tuple(FOLLOW_MASK[SUIT_OF[c]] if SUIT_OF[c] < 4 else 0 for c in range(CARD_IDS))
+_NO_FOLLOW: Final[tuple[int, ...]] = (0,) * CARD_IDS
 # Tables of the later rounds' deals and bids (_random_later_rounds).
 #: ``_ROUND_TAIL[r]``: what follows ``f"{seed}:round-"`` in the prefix of round r's stream
-_ROUND_TAIL = tuple(f"{r}:".encode() for r in range(64))
+_ROUND_TAIL: Final[tuple[bytes, ...]] = tuple(f"{r}:".encode() for r in range(64))
 #: ``_DEAL_SLICES[n][dealer]``: by seat, the positions of its cards among those dealt
 #: (card ``k`` goes to seat ``dealer + 1 + k``)
-_DEAL_SLICES = {n: tuple(tuple(slice((s - dealer - 1) % n, None, n) for s in range(n)) for dealer in range(n)) for n in range(3, 7)}
+_DEAL_SLICES: Final = {n: tuple(tuple(slice((s - dealer - 1) % n, None, n) for s in range(n)) for dealer in range(n)) for n in range(3, 7)}
 #: ``_BID_ORDER[n][dealer]``: the seats that bid before the dealer, in turn
-_BID_ORDER = {n: tuple(tuple((d + 1 + i) % n for i in range(n - 1)) for d in range(n)) for n in range(3, 7)}
+_BID_ORDER: Final = {n: tuple(tuple((d + 1 + i) % n for i in range(n - 1)) for d in range(n)) for n in range(3, 7)}
 
 
 def playout(state: MatchState, rng: Random) -> Outcome:
@@ -98,7 +102,7 @@ def _random_bids(state: MatchState, random: Callable[[], float]) -> None:
     legal bids (the same as ``int``, and a faster call); every bid from 0 to the hand
     size is legal but the dealer's under PLUS_MINUS_ONE, so only that one needs the list."""
     bids = state._bids
-    append = state._log.append
+    log = state._log
     choices = state._size + 1
     seat = state._to_act
     if seat != NO_SEAT:  # in turn, the dealer last
@@ -106,7 +110,7 @@ def _random_bids(state: MatchState, random: Callable[[], float]) -> None:
         n = state._n
         while seat != dealer:
             bid = floor(random() * choices)
-            append(seat << 8 | (ACTION_BID + bid))
+            log.append(seat << 8 | (ACTION_BID + bid))
             bids[seat] = bid
             seat += 1
             if seat == n:
@@ -117,7 +121,7 @@ def _random_bids(state: MatchState, random: Callable[[], float]) -> None:
             bid = legal[floor(random() * len(legal))]
         else:
             bid = floor(random() * choices)
-        append(seat << 8 | (ACTION_BID + bid))
+        log.append(seat << 8 | (ACTION_BID + bid))
         bids[seat] = bid
     else:  # all at once: in seat order
         while None in bids:
@@ -127,7 +131,7 @@ def _random_bids(state: MatchState, random: Callable[[], float]) -> None:
                 bid = legal[floor(random() * len(legal))]
             else:
                 bid = floor(random() * choices)
-            append(seat << 8 | (ACTION_BID + bid))
+            log.append(seat << 8 | (ACTION_BID + bid))
             bids[seat] = bid
     state._start_play()
 
@@ -208,7 +212,6 @@ def _play_tricks(
     - cards are not collected per trick: a finished trick's are read back from the log.
     """
     n = len(hands)
-    append = log.append
     followers = _FOLLOWERS[n]
     log_codes = _LOG_CODES
     same_code = SAME_CODE_MASK
@@ -231,7 +234,7 @@ def _play_tricks(
             bit = hand & same_code[card]
             bit &= -bit
             card = bit.bit_length() - 1
-        append(log_codes[leader][card])
+        log.append(log_codes[leader][card])
         hands[leader] = hand ^ bit
         row = beats[card]
         follow = follow_of[card]
@@ -254,7 +257,7 @@ def _play_tricks(
                 bit = hand & same_code[card]
                 bit &= -bit
                 card = bit.bit_length() - 1
-            append(codes[card])
+            log.append(codes[card])
             hands[seat] = hand ^ bit
             if row[card]:
                 row = beats[card]
@@ -293,7 +296,6 @@ def _random_later_rounds(state: MatchState, random: Callable[[], float]) -> None
     scores = state._scores
     results = state._results
     log = state._log
-    append = log.append
     state._score_round()
     seed = state.seed
     prefix = f"{seed}:round-".encode()
@@ -327,7 +329,7 @@ def _random_later_rounds(state: MatchState, random: Callable[[], float]) -> None
             suit = suit_of[trump_card]
             if suit == WIZARD:  # the dealer names trump
                 suit = floor(random() * 4)
-                append(dealer << 8 | (ACTION_TRUMP + suit))
+                log.append(dealer << 8 | (ACTION_TRUMP + suit))
             elif suit == JESTER:
                 suit = None
         else:
@@ -343,19 +345,19 @@ def _random_later_rounds(state: MatchState, random: Callable[[], float]) -> None
                     bid = allowed[floor(random() * len(allowed))]
                 else:
                     bid = floor(random() * choices)
-                append(seat << 8 | (ACTION_BID + bid))
+                log.append(seat << 8 | (ACTION_BID + bid))
                 bids[seat] = bid
         else:
             for seat in bid_order[dealer]:
                 bid = floor(random() * choices)
-                append(seat << 8 | (ACTION_BID + bid))
+                log.append(seat << 8 | (ACTION_BID + bid))
                 bids[seat] = bid
             if plus_minus_one:
                 allowed = legal_bids(r, bids, True, True)
                 bid = allowed[floor(random() * len(allowed))]
             else:
                 bid = floor(random() * choices)
-            append(dealer << 8 | (ACTION_BID + bid))
+            log.append(dealer << 8 | (ACTION_BID + bid))
             bids[dealer] = bid
         # ---- the tricks: _random_tricks from the first lead
         done: list[tuple[int, tuple[int, ...], int]] = []

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from typing import TypeVar
 
 ALGORITHM_VERSION = 1
 _BLOCK_WORDS = struct.Struct(">8I")
@@ -54,9 +55,12 @@ _COUNTERS = [tuple(_DECIMAL[:blocks]) for blocks in range(33)]
 _sha256 = hashlib.sha256
 #: ``digest`` of the objects ``hashlib.sha256`` makes, called through ``map``
 _digest = type(_sha256()).digest
+#: what a shuffle moves: card ids, or (the playout) their bits; a type variable, not ``int``,
+#: so that mypyc moves the objects as they are (an ``int`` is unboxed, then boxed again)
+_Item = TypeVar("_Item")
 
 
-def fresh_shuffle(prefix: bytes, items: list[int], stop: int) -> tuple[int, ...] | None:
+def fresh_shuffle(prefix: bytes, items: list[_Item], stop: int) -> tuple[int, ...] | None:
     """Positions ``0 … stop-1`` of a forward Fisher-Yates of ``items`` (in place), drawn
     from a fresh ``stream`` whose blocks are ``SHA-256(prefix + counter)``, when no word
     the draws read is rejected: then every draw is ``word % bound``, and the words read
@@ -66,13 +70,14 @@ def fresh_shuffle(prefix: bytes, items: list[int], stop: int) -> tuple[int, ...]
     blocks = (stop + 7) >> 3
     # the blocks, hashed and joined in C
     data = b"".join(map(_digest, map(_sha256, map(prefix.__add__, _COUNTERS[blocks]))))
-    words = _WORDS[blocks].unpack(data)
+    words: tuple[int, ...] = _WORDS[blocks].unpack(data)  # (typed: mypyc's arithmetic on them is native)
     # Every rejection limit is above 0xFFFFFF00, so a word that could be rejected
     # starts with three 0xFF bytes: without them anywhere in the data, none is
     # (a quick test before the exact one).
     if _FFF in data and max(words[:stop]) >= _MIN_LIMIT[len(items)]:
         return None
-    for i, word, bound in zip(range(stop), words, range(len(items), 0, -1), strict=False):  # (the first ends it)
+    # (zip without strict=: the first ends it, and mypyc compiles only that zip to a loop)
+    for i, word, bound in zip(range(stop), words, range(len(items), 0, -1)):  # noqa: B905
         j = i + word % bound
         items[i], items[j] = items[j], items[i]
     return words
@@ -107,7 +112,7 @@ class SeedStream:
             if word < limit:
                 return word % bound
 
-    def shuffle(self, items: list[int], needed: int | None = None) -> list[int]:
+    def shuffle(self, items: list[_Item], needed: int | None = None) -> list[_Item]:
         """Forward Fisher-Yates in place (and returned); with ``needed``, only the first
         ``needed`` positions are settled (the rest of the list is left part-shuffled)."""
         size = len(items)

@@ -28,7 +28,7 @@ plays on the typed fields declared on :class:`MatchState` directly.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple, cast
+from typing import Final, NamedTuple, cast
 
 from wizard.cards import (
     BIT,
@@ -64,7 +64,7 @@ __all__ = [
 ]
 
 
-NO_SEAT = -1
+NO_SEAT: Final = -1
 MAX_SEED_BYTES = 256
 
 
@@ -215,6 +215,36 @@ class MatchState:
         if self._to_act != NO_SEAT:
             return (self._to_act,)
         return tuple(s for s in range(self._n) if self._bids[s] is None)
+
+    def saw_last_move(self, seat: int) -> bool:
+        """Whether the latest move changed what ``seat`` sees: its view, apart from
+        ``awaiting`` and ``moves_made`` (which count moves, not what they were). Only a bid
+        of another seat that stays hidden from ``seat`` (HIDDEN_BIDS, SECRET_BIDS) and leaves
+        the bidding going changes nothing it sees; every other move does (a card, a trump,
+        a visible bid, the last hidden bid that ends the bidding). True before any move.
+
+        >>> state = new_match(MatchConfig.create("WIZARD", 3, ["HIDDEN_BIDS"]), "doc")
+        >>> state.apply(0, Move(bid=0))
+        >>> [state.saw_last_move(s) for s in range(3)]
+        [True, False, False]
+        """
+        if not self._log:
+            return True
+        entry = self._log[-1]
+        mover, action = entry >> 8, entry & 0xFF
+        # still bidding, the bid still among this round's: a clairvoyant round 1 ends at its
+        # last bid, and the next round's bidding has begun
+        bidding = self._phase is Phase.BID and self._bids[mover] is not None
+        if seat == mover or action < ACTION_BID or not bidding:
+            return True
+        return self._bid_visible(seat, mover)
+
+    def last_move_unseen_by(self) -> tuple[int, ...]:
+        """The seats that did not see the latest move (:meth:`saw_last_move`); cheap outside
+        the bidding, where every seat sees every move."""
+        if self._phase is not Phase.BID:
+            return ()
+        return tuple(s for s in range(self._n) if not self.saw_last_move(s))
 
     def hand_size(self) -> int:
         return self.config.hand_size(self._round)

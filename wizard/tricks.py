@@ -17,16 +17,17 @@ once, as a function, and as the tables the engine runs on.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from wizard.cards import CARD_IDS, JESTER, SPECIAL_MASK, SUIT_MASK, SUIT_OF, VALUE_OF, WIZARD
 
 #: index of the "no trump" row in :data:`BEATS`
-NO_TRUMP = 4
+NO_TRUMP: Final = 4
 #: The lead of a trick while it is empty or holds only Jesters: the next card sets it.
 #: (0-3 is a lead suit; every sentinel is above 3 so ``lead < 4`` tests for a lead suit.)
-LEAD_OPEN = 6
+LEAD_OPEN: Final = 6
 #: The lead after a Wizard led (and always under SINGLE_SUIT): no suit to follow.
-LEAD_FREE = WIZARD
+LEAD_FREE: Final = WIZARD
 #: ``FOLLOW_MASK[suit]``: the cards a seat holding that suit may play when it is led.
 FOLLOW_MASK = tuple(SUIT_MASK[s] | SPECIAL_MASK for s in range(4))
 

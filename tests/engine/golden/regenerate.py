@@ -28,7 +28,7 @@ if str(HERE.parents[2]) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(HERE.parents[2]))
 
 from wizard import MatchConfig, new_match  # noqa: E402
-from wizard.bots import HOUSE_BOTS  # noqa: E402
+from wizard.house import HOUSE_BOTS  # noqa: E402
 
 FORMAT = 1
 
