@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -19,13 +18,7 @@ import pytest
 
 from service.api.graphiql import CONTENT_SECURITY_POLICY, FOLDER
 from tests.service.arena_client import Api
-
-CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-#: flags for a headless Chromium in a container, with nothing of its own going out
-FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
+from tests.service.browser import chromium_page
 
 SUBSCRIPTION = "subscription ($m: ID!) { matchUpdates(matchId: $m) { status version mySeat winners } }"
 
@@ -84,31 +77,9 @@ def test_vendored_files_are_the_pinned_ones() -> None:
 
 
 @pytest.fixture
-def browser_page(tmp_path: Path) -> Any:
-    """A page of a fresh headless Chromium (its own profile); every request, WebSocket, console
-    message and page error it sees is recorded on it as ``seen``."""
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.skip(f"no Chromium at {CHROMIUM}: `make test` installs Debian's (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=FLAGS,
-        )
-        try:
-            page = context.pages[0] if context.pages else context.new_page()
-            seen: dict[str, list[str]] = {"requests": [], "sockets": [], "problems": []}
-            page.on("request", lambda request: seen["requests"].append(request.url))
-            page.on("websocket", lambda socket: seen["sockets"].append(socket.url))
-            page.on("requestfailed", lambda request: seen["problems"].append(f"failed: {request.url} {request.failure}"))
-            page.on("pageerror", lambda error: seen["problems"].append(f"page error: {error}"))
-            page.on("console", lambda message: message.type in ("error", "warning") and seen["problems"].append(
-                f"console {message.type}: {message.text}"
-            ))
-            page.seen = seen
-            yield page
-        finally:
-            context.close()
+def browser_page(tmp_path: Path) -> Iterator[Any]:
+    with chromium_page(tmp_path / "profile") as page:
+        yield page
 
 
 def response_pane(page: Any) -> str:
