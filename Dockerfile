@@ -8,8 +8,8 @@ FROM python:3.11-slim AS build
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
-# Compilers only in case a dependency has no wheel for this platform; none of this stage's
-# tooling reaches the final image.
+# Compilers for the engine's compiled modules (setup.py: mypyc), and in case a dependency
+# has no wheel for this platform; none of this stage's tooling reaches the final image.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends build-essential \
     && rm -rf /var/lib/apt/lists/*
@@ -18,7 +18,7 @@ RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY requirements ./requirements
 COPY wizard ./wizard
 COPY ranking ./ranking
@@ -28,7 +28,10 @@ COPY service ./service
 COPY worker ./worker
 COPY bench ./bench
 COPY wizard_arena ./wizard_arena
-RUN pip install -c requirements/lowest.txt '.[server]'
+# Reproducible: every package at the version, and with the hashes, of requirements/lock.txt
+# (`make lock` writes it from pyproject.toml's server extra); then the project itself alone.
+RUN pip install --require-hashes -r requirements/lock.txt \
+    && pip install --no-deps '.[server]'
 
 # ---- runtime -------------------------------------------------------------------------------
 FROM python:3.11-slim

@@ -1,27 +1,70 @@
 """Prometheus metrics, one registry per app (no module-level state): requests, moves,
-errors by code, latency histograms. ``GET /metrics`` serves them."""
+errors by code, latency histograms, GraphQL operations by name, the process's own figures
+(CPU, memory, file descriptors) and the state of the whole service read from Redis when
+``GET /metrics`` is scraped (live matches, the job queue, how late the deadline sweeper is,
+settlements waiting, the clock's heartbeat). The request path only counts: nothing here asks
+Redis per request."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Iterable
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from graphql import DocumentNode, FieldNode, OperationDefinitionNode
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from service.store.keys import CLOCK_HEARTBEATS, DEADLINES, LIVE_MATCHES, UNSETTLED
+
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 30.0)
+#: the label of a GraphQL request whose operation is not one root field the schema has
+OTHER_OPERATION = "other"
+#: the RQ queue the workers run (worker.clock.JOB_QUEUE), as RQ keeps it in Redis
+JOB_QUEUE_KEY = "rq:queue:default"
+#: longest a scrape waits for Redis's figures (they are then reported missing: redis_up 0)
+SCRAPE_REDIS_SECONDS = 2.0
+
+
+def operation_label(document: DocumentNode | None, operation_name: str | None, known: frozenset[str]) -> str:
+    """The label of a GraphQL operation: its first root field when the schema has that field
+    (``submitMove``, ``awaitTurn``), else ``other``: a bounded set, whatever clients send."""
+    if document is None:
+        return OTHER_OPERATION
+    for definition in document.definitions:
+        if isinstance(definition, OperationDefinitionNode) and (
+            operation_name is None or (definition.name is not None and definition.name.value == operation_name)
+        ):
+            for selection in definition.selection_set.selections:
+                if isinstance(selection, FieldNode) and not selection.name.value.startswith("__"):
+                    name = selection.name.value
+                    return name if name in known else OTHER_OPERATION
+            return OTHER_OPERATION
+    return OTHER_OPERATION
 
 
 class Metrics:
     content_type = CONTENT_TYPE_LATEST
 
-    def __init__(self) -> None:
+    def __init__(self, operations: Iterable[str] = ()) -> None:
         self.registry = CollectorRegistry()
+        #: the GraphQL root fields: the operation labels besides "other"
+        self.operations = frozenset(operations)
         self.requests = Counter(
             "wizard_arena_requests", "HTTP requests answered", ["route", "status"], registry=self.registry
         )
         self.latency = Histogram(
             "wizard_arena_request_seconds", "HTTP request latency", ["route"], buckets=LATENCY_BUCKETS,
             registry=self.registry,
+        )
+        self.graphql = Counter(
+            "wizard_arena_graphql_requests", "GraphQL requests over HTTP, by operation (its first root field) and "
+            "whether the answer had errors", ["operation", "outcome"], registry=self.registry,
+        )
+        self.graphql_latency = Histogram(
+            "wizard_arena_graphql_seconds", "GraphQL request latency over HTTP, by operation (its first root field)",
+            ["operation"], buckets=LATENCY_BUCKETS, registry=self.registry,
         )
         self.errors = Counter("wizard_arena_errors", "Errors answered, by API code", ["code"], registry=self.registry)
         self.moves = Counter("wizard_arena_moves", "Moves committed, by who made them", ["by"], registry=self.registry)
@@ -32,6 +75,37 @@ class Metrics:
         self.followed = Gauge(
             "wizard_arena_channels_followed", "Channels this process's feed is subscribed to", registry=self.registry
         )
+        self.websockets = Gauge(
+            "wizard_arena_websockets_open", "WebSocket connections open in this process", registry=self.registry
+        )
+        # The service as a whole, read from Redis at each scrape (the same in every API process)
+        self.redis_up = Gauge("wizard_arena_redis_up", "1 when this process's last scrape reached Redis",
+                              registry=self.registry)
+        self.matches_live = Gauge(
+            "wizard_arena_matches_live", "Matches not yet archived (waiting for seats, in play, ended and not yet "
+            "settled)", registry=self.registry,
+        )
+        self.deadlines_pending = Gauge(
+            "wizard_arena_deadlines_pending", "Matches with a deadline the sweeper watches (in play, or waiting "
+            "for seats)", registry=self.registry,
+        )
+        self.deadline_lag = Gauge(
+            "wizard_arena_deadline_lag_seconds", "How late the deadline sweeper is: now minus the oldest deadline "
+            "that has passed (0: none has)", registry=self.registry,
+        )
+        self.queue_depth = Gauge("wizard_arena_job_queue_depth", "Jobs waiting in the RQ queue", registry=self.registry)
+        self.settlement_backlog = Gauge(
+            "wizard_arena_settlement_backlog", "Ended matches not yet settled and archived", registry=self.registry
+        )
+        self.clock_age = Gauge(
+            "wizard_arena_clock_heartbeat_age_seconds", "Age of the newest heartbeat of any worker's clock "
+            "(+Inf: none)", registry=self.registry,
+        )
+        self.clocks = Gauge(
+            "wizard_arena_clocks_alive", "Workers whose clock beat within ARENA_CLOCK_STALE_SECONDS",
+            registry=self.registry,
+        )
+        ProcessCollector(registry=self.registry)  # process_cpu_seconds_total, process_resident_memory_bytes, …
         # labels() looks its child up on every call: the few the commit path counts, kept
         self._moves_by: dict[str, Any] = {}
 
@@ -52,6 +126,29 @@ class Metrics:
         """Read the feed's waits and channels whenever the metrics are rendered."""
         self.waits.set_function(lambda: feed.watches)
         self.followed.set_function(lambda: feed.channels)
+
+    async def read_service(self, redis: Any, stale_seconds: float) -> None:
+        """The service's gauges from Redis: one pipelined round trip of O(1) and O(log n)
+        commands, at most SCRAPE_REDIS_SECONDS; Redis away, ``redis_up`` 0 and the rest kept."""
+        try:
+            async with asyncio.timeout(SCRAPE_REDIS_SECONDS):
+                async with redis.pipeline(transaction=False) as pipe:
+                    pipe.zcard(LIVE_MATCHES).zcard(DEADLINES).zrange(DEADLINES, 0, 0, withscores=True)
+                    pipe.llen(JOB_QUEUE_KEY).zcard(UNSETTLED).hvals(CLOCK_HEARTBEATS)
+                    live, pending, oldest, queued, unsettled, beats = await pipe.execute()
+        except Exception:  # noqa: BLE001 - any failure means "Redis not reached"
+            self.redis_up.set(0)
+            return
+        now_ms = time.time() * 1000
+        self.redis_up.set(1)
+        self.matches_live.set(live)
+        self.deadlines_pending.set(pending)
+        self.deadline_lag.set(max(0.0, (now_ms - oldest[0][1]) / 1000) if oldest else 0.0)
+        self.queue_depth.set(queued)
+        self.settlement_backlog.set(unsettled)
+        ages = [(now_ms - float(beat)) / 1000 for beat in beats]
+        self.clock_age.set(max(0.0, min(ages)) if ages else float("inf"))
+        self.clocks.set(sum(1 for age in ages if age <= stale_seconds))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

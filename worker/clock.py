@@ -8,6 +8,7 @@
 - every 0.5 s: each tournament that is due or running is advanced (started at its time,
   its next tables created as its matches end), and each that ended gets a job that archives
   it (``worker.jobs.archive_tournament``).
+Each round it also writes its heartbeat (``service.health``), at most once a second.
 The clock itself never waits on the archive's database: the jobs do, so a database away
 holds up neither deadlines nor tournaments.
 Any number of workers may run it; what it triggers is idempotent. The API and the domain
@@ -27,6 +28,8 @@ from redis import Redis as SyncRedis
 from rq import Queue
 
 from service.domain.services import Services
+from service.health import Heartbeat
+from service.outage import Outage, unless_stopped
 from service.store.clock import now_ms
 from worker import jobs
 from worker.deadlines import POLL_SECONDS, sweep_once
@@ -89,8 +92,11 @@ async def advance_tournaments(services: Services) -> None:
 
 async def run_clock(services: Services, queue: JobQueue, stop: asyncio.Event) -> None:
     next_settle = next_tournaments = 0.0
+    heartbeat = Heartbeat(services.redis)  # /readyz and `worker --check` see the clock go round
+    outage = Outage("Redis", log)
     while not stop.is_set():
         try:
+            await heartbeat.beat()
             await sweep_once(services)
             now = time.monotonic()
             if now >= next_settle:
@@ -102,12 +108,10 @@ async def run_clock(services: Services, queue: JobQueue, stop: asyncio.Event) ->
                 await advance_tournaments(services)
                 await queue_tournament_archives(services, queue)
             upcoming = await services.matches.next_due_ms()
-        except Exception:  # Redis away for a moment: keep the clock running
-            log.exception("clock tick failed; retrying")
-            upcoming = None
-            await asyncio.sleep(0.5)
+            outage.recovered()
+        except Exception as error:  # noqa: BLE001 - keep the clock running, whatever failed (outage.after reports it)
+            # Redis away (restarting, say): said once, when it starts, and once when it ends
+            await unless_stopped(stop, outage.after(error, lambda: log.exception("clock tick failed; retrying")))
+            continue
         wait = POLL_SECONDS if upcoming is None else min(POLL_SECONDS, max(0.0, (upcoming - now_ms()) / 1000))
-        try:
-            await asyncio.wait_for(stop.wait(), timeout=wait)
-        except TimeoutError:
-            pass
+        await unless_stopped(stop, wait)

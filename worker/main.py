@@ -1,5 +1,6 @@
 """``wizard-arena worker``: an RQ worker with its scheduler, plus the clock (deadlines,
-settlements, tournaments).
+settlements, tournaments) and beside it on the same loop, the webhook dispatcher
+(``worker.webhooks``).
 
 The clock runs on its own asyncio loop in a thread (it shares the async domain code with
 the API); RQ's worker keeps the main thread, where it handles signals."""
@@ -9,13 +10,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 
 from redis import Redis
 from rq import Queue, Worker
 
 from service.domain.services import Services
+from service.health import host_name
 from service.settings import Settings
+from service.store.keys import CLOCK_HEARTBEATS
 from worker.clock import JOB_QUEUE, JobQueue, run_clock
+from worker.webhooks import Dispatcher
 
 log = logging.getLogger("wizard_arena.worker")
 
@@ -40,10 +45,13 @@ class ClockThread(threading.Thread):
         self._stop_event = asyncio.Event()
         services = Services.open(self.settings, role="worker")
         queue = JobQueue(self.settings.redis_url)  # type: ignore[arg-type]
+        dispatcher = asyncio.create_task(Dispatcher(services).run(self._stop_event))
         self.ready.set()
         try:
             await run_clock(services, queue, self._stop_event)
         finally:
+            self._stop_event.set()
+            await asyncio.gather(dispatcher, return_exceptions=True)
             queue.close()
             await services.close()
 
@@ -60,7 +68,34 @@ def run_worker(settings: Settings, burst: bool = False) -> None:
     connection = Redis.from_url(settings.redis_url)
     try:
         worker = Worker([Queue(name, connection=connection) for name in QUEUES], connection=connection)
-        worker.work(with_scheduler=True, burst=burst, logging_level="INFO")
+        # No RQ scheduler: no job is queued for later (the clock queues work when it is due) nor
+        # retried after an interval, and its process died with a traceback whenever Redis went away.
+        worker.work(with_scheduler=False, burst=burst, logging_level="INFO")
     finally:
         clock.stop()
+        connection.close()
+
+
+def check_worker(settings: Settings) -> list[str]:
+    """What is wrong with this host's worker (``wizard-arena worker --check``; empty: healthy):
+    its RQ worker must be registered in Redis and its clock must have gone round within
+    ``ARENA_CLOCK_STALE_SECONDS`` (a clock that died leaves the RQ worker running)."""
+    host = host_name()
+    connection = Redis.from_url(settings.redis_url, socket_timeout=3, socket_connect_timeout=3)
+    try:
+        problems = []
+        if not any(worker.hostname == host for worker in Worker.all(connection=connection)):
+            problems.append(f"no RQ worker of host {host} is registered in Redis")
+        beat = connection.hget(CLOCK_HEARTBEATS, host)
+        if beat is None:
+            problems.append(f"the clock of host {host} has never beaten")
+        else:
+            age = time.time() - int(beat) / 1000
+            if age > settings.clock_stale_seconds:
+                problems.append(f"the clock of host {host} last went round {age:.1f} s ago (stale after "
+                                f"{settings.clock_stale_seconds:g} s)")
+        return problems
+    except Exception as error:  # noqa: BLE001 - any failure means "not healthy"
+        return [f"Redis not reached: {error}"]
+    finally:
         connection.close()

@@ -49,11 +49,14 @@ def test_every_stage_starts_from_python_311_slim():
         assert re.fullmatch(r"python:3\.11(\.\d+)?-slim(-\w+)?", base), f"base image {base}: use python:3.11-slim"
 
 
-def test_the_package_is_installed_with_pip_with_the_service_at_the_tested_bounds():
+def test_the_package_is_installed_with_pip_from_the_lock_with_hashes():
+    """The image is reproducible: its dependencies come from requirements/lock.txt, every one
+    checked against its hashes, and the project is installed without resolving anything more."""
     runs = [args for word, args in _instructions() if word == "RUN"]
-    installs = [run for run in runs if re.search(r"\bpip install\b", run)]
-    assert any(re.search(r"""(\s|^)['"]?\.\[server\]['"]?(\s|$)""", run) for run in installs), "pip install '.[server]'"
-    assert any("-c requirements/lowest.txt" in run for run in installs), "at the bounds the tests run with"
+    installs = [part for run in runs for part in run.split("&&") if re.search(r"\bpip install\b", part)]
+    assert any("--require-hashes" in run and "-r requirements/lock.txt" in run for run in installs), installs
+    project = [run for run in installs if re.search(r"""(\s|^)['"]?\.(\[server\])?['"]?(\s|$)""", run)]
+    assert project and all("--no-deps" in run for run in project), "pip install --no-deps ., after the lock"
 
 
 def test_the_final_stage_runs_as_a_non_root_user():

@@ -29,7 +29,7 @@ class Up:
 
     def __init__(
         self, data_dir: Path, log: Path, *extra: str, port: int | None = None, argv: list[str] | None = None,
-        env: dict[str, str] | None = None, **settings: str,
+        env: dict[str, str] | None = None, new_session: bool = False, **settings: str,
     ) -> None:
         """``up --port <port> <extra>`` with ``settings`` (env vars) on ``data_dir``; or, given,
         ``argv`` and ``env`` as they are."""
@@ -40,6 +40,7 @@ class Up:
             self.popen = subprocess.Popen(
                 argv or up_args(self.port, *extra), env=env or up_env(data_dir, **settings), cwd=REPO,
                 stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=new_session,  # a group of its own, as a terminal gives it: killpg is Ctrl-C
             )
         self.pid = self.popen.pid
         self.api = Api(self, self.port)  # type: ignore[arg-type]  # Api wants .popen and .output()

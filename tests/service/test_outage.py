@@ -1,0 +1,75 @@
+"""Redis stopped under a running API and worker, then started again on the same data: while it
+is away every request is answered 503 ``UNAVAILABLE`` with when to try again (never
+INTERNAL_ERROR, which means a bug), the logs say the outage once when it starts and once
+when it ends (no traceback per request or per tick of the clock), and everything works again
+once it is back."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from service.store.embedded_redis import EmbeddedRedis
+from tests.service.arena_client import Api, Process, free_port, wait_until
+
+ME = "{ me { id name } }"
+
+
+def assert_unavailable(response: object, body: dict) -> None:  # type: ignore[type-arg]
+    assert response.status_code == 503, (response.status_code, body)  # type: ignore[attr-defined]
+    assert int(response.headers["Retry-After"]) >= 1  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def redis_folder(tmp_path: Path) -> Path:
+    return tmp_path / "redis"
+
+
+def test_a_redis_outage_is_unavailable_to_clients_and_said_once_in_the_logs(tmp_path: Path, database_url: str) -> None:
+    redis_server = EmbeddedRedis(tmp_path / "redis")  # append-only: what it held comes back with it
+    url = redis_server.start()
+    env = {**os.environ, "REDIS_URL": url, "DATABASE_URL": database_url}
+    port = free_port()
+    api = Api(Process(["serve", "--port", str(port), "--log-level", "warning"], env, tmp_path / "serve.log"), port)
+    worker = Process(["worker", "--log-level", "warning"], env, tmp_path / "worker.log")
+    try:
+        api.wait_healthy()
+        token, bot_id = api.register()
+        auth = {"Authorization": f"Bearer {token}"}
+
+        redis_server.stop()
+        graphql = api.http.post("/graphql", json={"query": ME}, headers=auth)
+        body = graphql.json()
+        assert_unavailable(graphql, body)
+        (error,) = body["errors"]
+        assert error["extensions"]["code"] == "UNAVAILABLE", body
+        assert error["extensions"]["retryAfterSeconds"] > 0
+        anonymous = api.http.post("/graphql", json={"query": "{ leaderboard(ruleset: WIZARD) { rank } }"})
+        assert anonymous.json()["errors"][0]["extensions"]["code"] == "UNAVAILABLE", anonymous.text
+        rest = api.http.get("/api/me", headers=auth)
+        assert_unavailable(rest, rest.json())
+        assert rest.json()["error"]["code"] == "UNAVAILABLE", rest.text
+        assert api.http.get("/healthz").status_code == 503
+        wait_until(lambda: "Redis is unavailable" in worker.output() or None, "the worker's clock to see the outage")
+        for _ in range(20):  # many requests, one line in the log
+            assert api.http.post("/graphql", json={"query": ME}, headers=auth).status_code == 503
+
+        redis_server = EmbeddedRedis(tmp_path / "redis")
+        assert redis_server.start() == url, "the same socket: the API and the worker reconnect by themselves"
+        wait_until(lambda: api.http.get("/healthz").status_code == 200 or None, "the API to be healthy again")
+        assert api.data(ME, token=token)["me"] == {"id": bot_id, "name": api.data(ME, token=token)["me"]["name"]}
+        wait_until(lambda: "Redis is back" in api.process.output() or None, "the API to say Redis is back")
+        wait_until(lambda: "Redis is back" in worker.output() or None, "the clock to say Redis is back")
+        for log in (api.process.output(), worker.output()):
+            assert "Traceback" not in log, log
+            assert "INTERNAL_ERROR" not in log and "unexpected error" not in log, log
+            assert log.count("Redis is unavailable") == 1, log
+            assert log.count("Redis is back") == 1, log
+        assert len(worker.output().splitlines()) < 40, worker.output()
+    finally:
+        api.close()
+        api.process.stop()
+        worker.stop()
+        redis_server.stop()
