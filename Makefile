@@ -1,14 +1,20 @@
-# One venv for everything; `make test` and `make run` set it up on a fresh machine.
+# Two venvs, each set up on a fresh machine by the target that needs it: `make test`'s (the
+# server and the dev tools, every direct dependency at its lower bound) and `make run`'s (what
+# running needs only, at the versions and hashes of requirements/lock.txt, as the image has).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+RUN_VENV ?= .venv-run
+# `make run PORT=9000 HOST=0.0.0.0`
+PORT ?= 8000
+HOST ?= 127.0.0.1
 
 # The GraphiQL test drives a real headless browser: Debian's chromium package, installed
 # here when it is missing and we may (root with apt-get, as in CI); elsewhere that test is
 # skipped and says how to install it. Node clients install their own packages (tests/clients).
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: setup lint test test-fast test-service run bench clean browser
+.PHONY: setup lint test test-fast test-service run bench compiled clean browser lock
 
 # Every direct dependency at its lower bound (requirements/lowest.txt): what pyproject.toml
 # claims is what the tests run with.
@@ -34,8 +40,9 @@ lint: setup
 	$(BIN)/mypy
 	$(BIN)/mypy --strict wizard ranking contract
 
-# Two tiers: the fast one (engine, SDK, project files, doctests; no server, under a minute on
-# two cores) first, then the service's (real Redis, real processes, real clients).
+# Two tiers: the fast one (engine, SDK, project files, doctests, the compiled engine against
+# the pure one; no server, about a minute on two cores) first, then the service's (real
+# Redis, real processes, real clients).
 FAST_TESTS := tests/engine tests/sdk tests/project wizard sdk ranking contract
 
 # Lint and types first (the whole project; the pure packages --strict), then both tiers.
@@ -47,11 +54,35 @@ test-fast: setup
 test-service: setup browser
 	$(BIN)/python -m pytest tests/service
 
-run: setup
-	$(BIN)/wizard-arena up
+$(RUN_VENV)/bin/wizard-arena: pyproject.toml requirements/lock.txt
+	$(PYTHON) -m venv $(RUN_VENV)
+	$(RUN_VENV)/bin/python -m pip install --quiet --require-hashes -r requirements/lock.txt
+	$(RUN_VENV)/bin/python -m pip install --quiet --no-deps -e .
+	touch $@
 
-bench: setup
+run: $(RUN_VENV)/bin/wizard-arena
+	$(RUN_VENV)/bin/wizard-arena up --host $(HOST) --port $(PORT)
+
+# requirements/lock.txt from pyproject.toml's server extra, every file's hash included, by
+# pip-tools' pip-compile in a throwaway venv of its own (nothing else needs it)
+lock:
+	$(PYTHON) -m venv /tmp/wizard-arena-lock
+	/tmp/wizard-arena-lock/bin/python -m pip install --quiet pip-tools
+	/tmp/wizard-arena-lock/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --extra server \
+		--no-emit-index-url --no-emit-find-links --output-file requirements/lock.txt pyproject.toml
+
+# The engine as `pip install` compiles it (setup.py: mypyc): the wheel pip builds, unpacked
+# into a directory of its own (tests/engine/compiled.py). The editable install stays pure
+# Python, so that no compiled module hides an edited source.
+# Run it with `PYTHONPATH=$(COMPILED_DIR) .venv/bin/wizard-arena ...` (wizard.COMPILED is then True).
+COMPILED_DIR ?= build/compiled
+
+compiled: setup
+	$(BIN)/python -m tests.engine.compiled $(COMPILED_DIR)
+
+bench: setup compiled
 	$(BIN)/wizard-arena bench engine --ruleset WIZARD --players 4 --seconds 5 --json
+	PYTHONPATH=$(COMPILED_DIR) $(BIN)/wizard-arena bench engine --ruleset WIZARD --players 4 --seconds 5 --json
 	$(BIN)/wizard-arena bench bots --json
 	$(BIN)/wizard-arena bench service --seconds 20 --json
 	$(BIN)/wizard-arena bench deadlines --json
@@ -59,4 +90,4 @@ bench: setup
 	$(BIN)/wizard-arena bench ratings --json
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(RUN_VENV) .pytest_cache .hypothesis $(COMPILED_DIR)

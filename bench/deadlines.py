@@ -187,8 +187,26 @@ def lateness_of(entries: list[tuple[bytes, dict[bytes, bytes]]]) -> list[int]:
     return out
 
 
+async def _search_matches(conn: HttpConnection, token: str, count: int, players: int) -> list[str]:
+    """``count`` matches of SEARCH house bots only, playing on their own beside the measured
+    ones (a long move timeout: their moves are the load, not timeouts)."""
+    ids = []
+    for _ in range(count):
+        created = await _gql(
+            conn, "mutation($i: CreateMatchInput!) { createMatch(input: $i) { id } }",
+            {"i": {"players": players, "moveTimeoutMs": 30_000}}, token,
+        )
+        match_id = created["createMatch"]["id"]
+        for _ in range(players):
+            await _gql(conn, "mutation($m: ID!, $k: HouseBotKind!) { addHouseBot(matchId: $m, kind: $k) { version } }",
+                       {"m": match_id, "k": "SEARCH"}, token)
+        ids.append(match_id)
+    return ids
+
+
 async def _deadlines(
-    arena: Arena, timeouts: int, matches: int, players: int, house_bots: int, move_timeout_ms: int, wait_seconds: float
+    arena: Arena, timeouts: int, matches: int, players: int, house_bots: int, move_timeout_ms: int, wait_seconds: float,
+    search_matches: int = 0,
 ) -> dict[str, Any]:
     import redis.asyncio
 
@@ -198,6 +216,7 @@ async def _deadlines(
     store = redis.asyncio.Redis.from_url(arena.redis_url)
     try:
         silent = [await _register(conn, f"silent-{os.getpid()}-{s}") for s in range(players - house_bots)]
+        searching = await _search_matches(conn, silent[0], search_matches, players)
         match_ids: list[str] = []
         for _ in range(matches):
             created = await _gql(
@@ -244,6 +263,10 @@ async def _deadlines(
                 by = json.loads(fields[b"e"]).get("by")
                 if by in moves:
                     moves[by] += 1
+        search_moves = 0
+        for match_id in searching:
+            for _, fields in await store.xrange(events_key(match_id)):
+                search_moves += json.loads(fields[b"e"]).get("by") == "house"
     finally:
         await store.aclose()
         await conn.close()
@@ -259,6 +282,8 @@ async def _deadlines(
         "move_timeout_ms": move_timeout_ms,
         "timeouts": len(late),
         "house_moves": moves["house"],
+        "search_matches": search_matches,
+        "search_house_moves": search_moves,
         "seconds": round(elapsed, 1),
         "lateness_ms": {
             "mean": round(sum(values) / len(values), 1) if values else None,
@@ -279,8 +304,10 @@ def bench_deadlines(
     house_bots: int = 1,
     move_timeout_ms: int = 100,
     wait_seconds: float = 30.0,
+    search_matches: int = 0,
 ) -> dict[str, Any]:
-    """Run the deadline benchmark; one serve process and one worker (see the module text)."""
+    """Run the deadline benchmark; one serve process and one worker (see the module text).
+    ``search_matches`` matches of SEARCH house bots play beside the measured ones."""
     if not 0 <= house_bots < players:
         raise ValueError(f"house bots per match must be from 0 to {players - 1} (at least one silent bot)")
     if timeouts < 1 or matches < 1 or move_timeout_ms < 1:
@@ -288,7 +315,9 @@ def bench_deadlines(
     # the server refuses timeouts below ARENA_MIN_MOVE_TIMEOUT_MS (default 100)
     serve_env = {"ARENA_MIN_MOVE_TIMEOUT_MS": str(min(100, move_timeout_ms))}
     with Arena(workers=1, serve_env=serve_env) as arena:
-        return asyncio.run(_deadlines(arena, timeouts, matches, players, house_bots, move_timeout_ms, wait_seconds))
+        return asyncio.run(
+            _deadlines(arena, timeouts, matches, players, house_bots, move_timeout_ms, wait_seconds, search_matches)
+        )
 
 
 __all__ = ["Arena", "bench_deadlines", "lateness_of"]

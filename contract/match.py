@@ -72,6 +72,7 @@ MATCH = Shape(
         Field("legalMoves", "[Move!]!", MOVE), Field("seats", "[Seat!]!", SEAT), Field("currentTrick", "[Play!]!", PLAY),
         Field("completedTricks", "[Trick!]!", TRICK), Field("lastTrick", "Trick", TRICK),
         Field("roundResults", "[RoundResult!]!", ROUND_RESULT), Field("winners", "[Int!]"), Field("movesMade", "Int!"),
-        Field("seedHash", "String!"), Field("seed", "String"), Field("salt", "String"),
+        Field("seedHash", "String!"), Field("seed", "String"), Field("salt", "String"), Field("timeLeftMs", "Int"),
+        Field("abortReason", "String"),
     ),
 )

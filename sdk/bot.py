@@ -68,7 +68,7 @@ class Bot:
 
 
 class HouseBotPlayer(Bot):
-    """One of the engine's house bots (``random``, ``heuristic``) behind the SDK's interface."""
+    """One of the engine's house bots (``random``, ``heuristic``, ``search``) behind the SDK's interface."""
 
     def __init__(self, kind: str, seed: int | None = None) -> None:
         self.name = kind.lower()
@@ -84,7 +84,7 @@ class BotSpecError(ValueError):
 
 
 def load_bot(spec: str, seed: int | None = None) -> Bot:
-    """The bot a spec names: ``random`` or ``heuristic`` (the house bots), ``module:Class``
+    """The bot a spec names: ``random``, ``heuristic`` or ``search`` (the house bots), ``module:Class``
     (a module importable from the current folder or the environment) or
     ``path/to/file.py:Class`` (which may import modules next to it). The class is built
     with no arguments; ``seed`` seeds the house bots' randomness. Whatever goes wrong is a
@@ -93,7 +93,7 @@ def load_bot(spec: str, seed: int | None = None) -> Bot:
         return HouseBotPlayer(spec, seed)
     where, sep, class_name = spec.rpartition(":")
     if not sep or not where or not class_name:
-        raise BotSpecError(f"bot {spec!r}: use heuristic, random, module:Class or path/to/file.py:Class")
+        raise BotSpecError(f"bot {spec!r}: use heuristic, random, search, module:Class or path/to/file.py:Class")
     try:
         bot_class = getattr(_load_module(spec, where), class_name, None)
         if bot_class is None:

@@ -61,14 +61,55 @@ def _tournament_run(args: argparse.Namespace) -> None:
     tournament_run_command(args)
 
 
+def _tournament_remote(args: argparse.Namespace) -> None:
+    from sdk.client import tournament_command
+
+    tournament_command(args)
+
+
+def _leaderboard(args: argparse.Namespace) -> None:
+    from sdk.client import leaderboard_command
+
+    leaderboard_command(args)
+
+
+def _serve_bot(args: argparse.Namespace) -> None:
+    import logging
+
+    from sdk.bot import load_bot
+    from sdk.webhook import serve_bot
+
+    if not args.secret:
+        raise ValueError("serve-bot needs the webhook's signing secret: --secret S or WIZARD_ARENA_WEBHOOK_SECRET "
+                         "(setWebhook or registerBot(webhook:) gave it)")
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(message)s")
+    serve_bot(load_bot(args.bot), args.secret, args.host, args.port)
+
+
 def add_commands(commands: argparse._SubParsersAction) -> None:
+    serve = commands.add_parser(
+        "serve-bot", help="serve a bot as a webhook endpoint: the server calls it with each turn (signatures checked)"
+    )
+    serve.add_argument("--bot", default="heuristic", help="heuristic, random, module:Class or path/to/file.py:Class")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=9000)
+    serve.add_argument("--secret", default=os.environ.get("WIZARD_ARENA_WEBHOOK_SECRET"),
+                       help="the webhook's signing secret (default: $WIZARD_ARENA_WEBHOOK_SECRET)")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.set_defaults(run=_serve_bot)
+
     play = commands.add_parser("play", help="run a bot against a server until stopped")
     _url_option(play)
     _token_option(play)
-    play.add_argument("--bot", default="heuristic", help="heuristic, random, module:Class or path/to/file.py:Class")
+    play.add_argument("--bot", default="heuristic", help="heuristic, random, search, module:Class or path/to/file.py:Class")
     play.add_argument(
         "--transport", default="auto", choices=["auto", "ws", "poll"],
         help="ws: the myTurns subscription; poll: awaitTurn long-polls; auto: ws, polling where WebSockets fail",
+    )
+    play.add_argument(
+        "--invitations", choices=["accept", "decline", "ask"], default=None,
+        help="tournament invitations: accept or decline every one (those pending now, and the server's policy for "
+        "later ones), or ask (leave them to answer); default: the bot's policy as it is",
     )
     play.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     play.set_defaults(run=_play)
@@ -93,7 +134,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     new.add_argument("--rated", action="store_true")
     new.add_argument("--seed", help="same seed, same deals (unrated matches only)")
     new.add_argument("--house-bot", action="append", default=[], metavar="KIND",
-                     help="seat a house bot (RANDOM or HEURISTIC); repeat for several")
+                     help="seat a house bot (RANDOM, HEURISTIC or SEARCH); repeat for several")
     new.add_argument("--join", action="store_true", help="seat the token's bot too")
     new.add_argument("--json", action="store_true", help="print the match as one JSON line")
     new.set_defaults(run=_match_new)
@@ -116,7 +157,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     tournament_commands = tournament.add_subparsers(dest="tournament_command", required=True)
     run = tournament_commands.add_parser("run", help="bots against each other in this process, no server")
     run.add_argument("--bots", required=True,
-                     help="comma-separated: heuristic, random, module:Class, path/to/file.py:Class")
+                     help="comma-separated: heuristic, random, search, module:Class, path/to/file.py:Class")
     run.add_argument("--matches", type=int, default=100)
     run.add_argument("--players", type=int, default=4, choices=range(3, 7))
     run.add_argument("--ruleset", default="WIZARD", choices=[r.value for r in Ruleset])
@@ -124,3 +165,41 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--seed", type=int, default=1, help="the tournament's deals and seatings follow from it")
     run.add_argument("--json", action="store_true", help="print the leaderboard as one JSON line")
     run.set_defaults(run=_tournament_run)
+
+    create = tournament_commands.add_parser("create", help="schedule a tournament on a server (your token's bot organises it)")
+    create.add_argument("name")
+    create.add_argument("--format", default="ROUND_ROBIN", choices=["ROUND_ROBIN", "SWISS", "ARENA"])
+    create.add_argument("--rounds", type=int, help="ROUND_ROBIN and SWISS")
+    create.add_argument("--duration-minutes", type=float, help="ARENA")
+    create.add_argument("--ruleset", default="WIZARD", choices=[r.value for r in Ruleset])
+    create.add_argument("--variant", action="append", choices=[v.value for v in Variant], help="repeat for several")
+    create.add_argument("--players", type=int, default=4, choices=range(3, 7), help="players per match")
+    create.add_argument("--starts-at", help="ISO 8601 date-time (default: now)")
+    create.add_argument("--move-timeout-ms", type=int, help="per move (default: the server's)")
+    create.add_argument("--unrated", action="store_true", help="leave ratings alone (tournaments are rated by default)")
+    create.add_argument("--duplicate", action="store_true", help="replay each set of deals with the seats rotated")
+    create.add_argument("--bot", action="append", default=[], metavar="ID", help="enter a bot by id; repeat")
+    create.add_argument("--house-bot", action="append", default=[], metavar="KIND", help="enter a house bot; repeat")
+    listing = tournament_commands.add_parser("list", help="a server's tournaments, newest first")
+    listing.add_argument("--status", choices=["SCHEDULED", "RUNNING", "FINISHED", "CANCELLED"])
+    listing.add_argument("--first", type=int, default=20, help="how many (1-100)")
+    listing.add_argument("--after", help="the cursor a previous page ended with")
+    show = tournament_commands.add_parser("show", help="one tournament: its plan, entrants and standings")
+    show.add_argument("tournament_id", metavar="TOURNAMENT")
+    cancel = tournament_commands.add_parser("cancel", help="cancel a tournament you created")
+    cancel.add_argument("tournament_id", metavar="TOURNAMENT")
+    for remote in (create, listing, show, cancel):
+        _url_option(remote)
+        _token_option(remote, required=remote in (create, cancel))
+        remote.add_argument("--json", action="store_true", help="print the answer as one JSON line")
+        remote.set_defaults(run=_tournament_remote)
+
+    leaderboard = commands.add_parser("leaderboard", help="a server's bots by rating, highest first")
+    _url_option(leaderboard)
+    _token_option(leaderboard, required=False)
+    leaderboard.add_argument("--ruleset", default="WIZARD", choices=[r.value for r in Ruleset])
+    leaderboard.add_argument("--method", default="ELO", choices=["ELO", "FITTED"])
+    leaderboard.add_argument("--first", type=int, default=50, help="how many (1-100)")
+    leaderboard.add_argument("--offset", type=int, default=0)
+    leaderboard.add_argument("--json", action="store_true", help="print the rows as one JSON line")
+    leaderboard.set_defaults(run=_leaderboard)

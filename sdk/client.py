@@ -21,7 +21,7 @@ from websockets.asyncio.client import connect
 from websockets.typing import Subprotocol
 
 from contract import MATCH
-from wizard import MatchView, Move
+from wizard import HOUSE_BOTS, MatchView, Move
 
 PROTOCOL = "graphql-transport-ws"
 #: HTTP statuses that answer a WebSocket upgrade where WebSockets are not carried at all
@@ -32,6 +32,11 @@ log = logging.getLogger("wizard_arena.client")
 
 #: Every field of ``Match``, as the API's contract describes it (``contract``)
 MATCH_FIELDS = MATCH.selection()
+#: what the organiser's commands show of a tournament
+TOURNAMENT_FIELDS = (
+    "id name status format ruleset variants playersPerMatch rounds durationMinutes startsAt startedAt finishedAt "
+    "rated duplicate createdBy entrants { id name } standings { rank points matches bot { id name } }"
+)
 
 
 class ArenaError(Exception):
@@ -200,7 +205,12 @@ class ArenaClient:
             body = None
         errors = body.get("errors") or body.get("error") if isinstance(body, dict) else None
         if errors:
-            raise ArenaError.from_graphql(errors)
+            error = ArenaError.from_graphql(errors)
+            if error.code == "UNAVAILABLE":
+                # the server's Redis or database is away for a moment (a restart, say): to a bot
+                # that is a lost connection, retried as one (nothing was done)
+                raise ArenaUnavailable(f"{self.graphql_url}: {error.message}") from error
+            raise error
         if isinstance(body, dict) and isinstance(body.get("data"), dict):
             return body["data"]
         # no GraphQL answer: a proxy's page, or a server in trouble
@@ -249,6 +259,59 @@ class ArenaClient:
 
     async def me(self) -> dict[str, Any] | None:
         return (await self.graphql("{ me { id name } }"))["me"]
+
+    async def set_invitation_policy(self, policy: str) -> str:
+        """The bot's standing answer to tournament invitations: ACCEPT_ALL, DECLINE_ALL or ASK."""
+        data = await self.graphql("mutation($p: InvitationPolicy!) { setInvitationPolicy(policy: $p) }", {"p": policy})
+        return data["setInvitationPolicy"]
+
+    async def pending_invitations(self) -> list[dict[str, Any]]:
+        """The bot's invitations still waiting for an answer: ``{id, tournament {id name}}``."""
+        data = await self.graphql("{ invitations(status: PENDING) { id tournament { id name } } }")
+        return data["invitations"]
+
+    async def answer_invitation(self, invitation_id: str, accept: bool) -> str:
+        """Accept or decline an invitation: its status after."""
+        field = "acceptInvitation" if accept else "declineInvitation"
+        data = await self.graphql(f"mutation($i: ID!) {{ {field}(invitationId: $i) {{ status }} }}", {"i": invitation_id})
+        return data[field]["status"]
+
+    # ------------------------------------------------------------------ tournaments and ratings
+    async def create_tournament(self, **spec: Any) -> dict[str, Any]:
+        """``createTournament`` with CreateTournamentInput's fields, camelCase."""
+        data = await self.graphql(
+            f"mutation($input: CreateTournamentInput!) {{ createTournament(input: $input) {{ {TOURNAMENT_FIELDS} }} }}",
+            {"input": spec},
+        )
+        return dict(data["createTournament"])
+
+    async def tournaments(self, status: str | None = None, first: int = 20, after: str | None = None) -> dict[str, Any]:
+        """A page of tournaments, newest first: ``{edges [{cursor node}], pageInfo}``."""
+        data = await self.graphql(
+            "query($s: TournamentStatus, $f: Int!, $a: String) { tournaments(status: $s, first: $f, after: $a) { "
+            "edges { node { id name status format ruleset startsAt } } "
+            "pageInfo { hasNextPage endCursor } } }",
+            {"s": status, "f": first, "a": after},
+        )
+        return dict(data["tournaments"])
+
+    async def tournament(self, tournament_id: str) -> dict[str, Any] | None:
+        data = await self.graphql(f"query($id: ID!) {{ tournament(id: $id) {{ {TOURNAMENT_FIELDS} }} }}", {"id": tournament_id})
+        return data["tournament"]
+
+    async def cancel_tournament(self, tournament_id: str) -> dict[str, Any]:
+        data = await self.graphql(
+            f"mutation($id: ID!) {{ cancelTournament(tournamentId: $id) {{ {TOURNAMENT_FIELDS} }} }}", {"id": tournament_id}
+        )
+        return dict(data["cancelTournament"])
+
+    async def leaderboard(self, ruleset: str, method: str = "ELO", first: int = 50, offset: int = 0) -> list[dict[str, Any]]:
+        data = await self.graphql(
+            "query($r: Ruleset!, $m: RatingMethod!, $f: Int!, $o: Int!) { leaderboard(ruleset: $r, method: $m, "
+            "first: $f, offset: $o) { rank rating games bot { id name house retired } } }",
+            {"r": ruleset, "m": method, "f": first, "o": offset},
+        )
+        return list(data["leaderboard"])
 
     async def create_match(self, **spec: Any) -> Match:
         """``createMatch`` with CreateMatchInput's fields, camelCase (``moveTimeoutMs=...``)."""
@@ -401,9 +464,9 @@ def register_command(args: argparse.Namespace) -> None:
 def match_new_command(args: argparse.Namespace) -> None:
     token = _need_token(args, "match new")
     kinds = [kind.upper() for kind in args.house_bot]
-    unknown = [kind for kind in kinds if kind not in ("RANDOM", "HEURISTIC")]
+    unknown = [kind for kind in kinds if kind not in HOUSE_BOTS]
     if unknown:
-        raise ValueError(f"--house-bot {unknown[0]}: the house bots are RANDOM and HEURISTIC")
+        raise ValueError(f"--house-bot {unknown[0]}: the house bots are {', '.join(HOUSE_BOTS)}")
     seats_taken = len(kinds) + (1 if args.join else 0)
     if seats_taken > args.players:
         raise ValueError(f"{seats_taken} seats asked for (house bots and --join) but the match has {args.players}")
@@ -428,3 +491,79 @@ def match_new_command(args: argparse.Namespace) -> None:
         return
     print(match.id)
 
+
+
+# ---------------------------------------------------------------------- the organiser's commands
+def _show(value: Any, as_json: bool, lines: list[str]) -> None:
+    if as_json:
+        print(json.dumps(value, separators=(",", ":")))
+    else:
+        print("\n".join(lines))
+
+
+def _tournament_lines(t: dict[str, Any]) -> list[str]:
+    plan = f"{t['rounds']} rounds" if t.get("rounds") is not None else f"{t.get('durationMinutes')} minutes"
+    lines = [
+        f"{t['id']}  {t['name']}  {t['status']}",
+        f"  {t['format']} of {plan}, {t['ruleset']}{''.join(' +' + v for v in t.get('variants') or [])}, "
+        f"{t['playersPerMatch']} per match{', rated' if t.get('rated') else ''}; starts {t['startsAt']}",
+        f"  entrants: {', '.join(e['name'] for e in t.get('entrants') or []) or 'none yet'}",
+    ]
+    for s in t.get("standings") or []:
+        lines.append(f"  {s['rank']:>3}. {s['bot']['name']:<30} {s['points']:>7g} points in {s['matches']} matches")
+    return lines
+
+
+def tournament_command(args: argparse.Namespace) -> None:
+    """``wizard-arena tournament create|list|show|cancel`` against a server."""
+    action = args.tournament_command
+
+    async def run() -> Any:
+        token = _need_token(args, f"tournament {action}") if action in ("create", "cancel") else args.token
+        async with ArenaClient(args.url, token) as client:
+            if action == "create":
+                spec: dict[str, Any] = {
+                    "name": args.name, "ruleset": args.ruleset, "variants": args.variant or [],
+                    "playersPerMatch": args.players, "format": args.format, "rated": not args.unrated,
+                    "duplicate": args.duplicate, "bots": args.bot, "houseBots": [k.upper() for k in args.house_bot],
+                }
+                for key, value in (("rounds", args.rounds), ("durationMinutes", args.duration_minutes),
+                                   ("startsAt", args.starts_at), ("moveTimeoutMs", args.move_timeout_ms)):
+                    if value is not None:
+                        spec[key] = value
+                return await client.create_tournament(**spec)
+            if action == "list":
+                return await client.tournaments(args.status, args.first, args.after)
+            if action == "show":
+                found = await client.tournament(args.tournament_id)
+                if found is None:
+                    raise ArenaError("NOT_FOUND", f"no tournament with id {args.tournament_id!r}")
+                return found
+            return await client.cancel_tournament(args.tournament_id)
+
+    result = _run(run())
+    if action == "list":
+        nodes = [edge["node"] for edge in result["edges"]]
+        lines = [f"{t['id']}  {t['status']:<9}  {t['format']:<11}  {t['ruleset']:<14}  {t['startsAt']}  {t['name']}"
+                 for t in nodes] or ["no tournaments"]
+        if result["pageInfo"]["hasNextPage"]:
+            lines.append(f"more: --after {result['pageInfo']['endCursor']}")
+        _show(result, args.json, lines)
+    else:
+        _show(result, args.json, _tournament_lines(result))
+
+
+def leaderboard_command(args: argparse.Namespace) -> None:
+    """``wizard-arena leaderboard``: bots by rating, highest first."""
+
+    async def run() -> list[dict[str, Any]]:
+        async with ArenaClient(args.url, args.token) as client:
+            return await client.leaderboard(args.ruleset, args.method, args.first, args.offset)
+
+    rows = _run(run())
+    lines = [
+        f"{r['rank']:>4}. {r['bot']['name']:<32} {r['rating']:>8.1f}  {r['games']:>5} games"
+        + ("  (house)" if r["bot"]["house"] else "") + ("  (retired)" if r["bot"]["retired"] else "")
+        for r in rows
+    ] or [f"no rated bots under {args.ruleset} ({args.method}) yet"]
+    _show(rows, args.json, lines)

@@ -46,6 +46,10 @@ DECIDED_MEMORY = 10_000
 DECISION_THREADS = 32
 
 
+#: ``wizard-arena play --invitations``: the server's invitation policy each sets (None: unchanged)
+INVITATION_POLICIES: dict[str, str] = {"accept": "ACCEPT_ALL", "decline": "DECLINE_ALL", "ask": "ASK"}
+
+
 class Backoff:
     """Waits that double from ``first`` to ``most`` seconds, with jitter so that many bots
     cut off together do not reconnect together."""
@@ -68,10 +72,14 @@ class BotRunner:
     """Plays ``bot`` in every match its token's bot is seated in. ``transport`` is ``ws``,
     ``poll`` or ``auto`` (ws, then polling if WebSockets are unavailable)."""
 
-    def __init__(self, bot: Bot, client: ArenaClient, transport: str = "auto") -> None:
+    def __init__(self, bot: Bot, client: ArenaClient, transport: str = "auto", invitations: str | None = None) -> None:
         if transport not in ("auto", "ws", "poll"):
             raise ValueError(f"transport {transport!r}: use auto, ws or poll")
+        if invitations is not None and invitations not in INVITATION_POLICIES:
+            raise ValueError(f"invitations {invitations!r}: use {', '.join(INVITATION_POLICIES)}")
         self.bot = bot
+        #: the tournament invitations policy to set at the start (None: leave the bot's as it is)
+        self.invitations = invitations
         self.client = client
         self.transport = transport
         self.moves_sent = 0
@@ -114,6 +122,8 @@ class BotRunner:
         if me is None:
             raise ArenaError("UNAUTHENTICATED", "the server knows no bot with this token: check --token")
         log.info("playing as %s (bot %s) with %s over %s", me["name"], me["id"], self.bot.label, self.client.url)
+        if self.invitations is not None:
+            await self._answer_invitations(INVITATION_POLICIES[self.invitations])
         transport = self.transport
         while True:
             try:
@@ -141,6 +151,20 @@ class BotRunner:
             except Exception:  # a bug or an answer nobody foresaw: log it, keep the bot alive
                 log.exception("the turn stream failed unexpectedly")
                 await self._pause("the turn stream failed")
+
+    async def _answer_invitations(self, policy: str) -> None:
+        """Set the bot's invitation policy (the server applies it to every later invitation)
+        and give the invitations already pending the same answer; ``ask`` answers none."""
+        await self.client.set_invitation_policy(policy)
+        if policy == "ASK":
+            return
+        for invitation in await self.client.pending_invitations():
+            try:
+                status = await self.client.answer_invitation(invitation["id"], accept=policy == "ACCEPT_ALL")
+            except ArenaError as e:  # the tournament started meanwhile: nothing to answer any more
+                log.warning("invitation to %s not answered: %s", invitation["tournament"]["name"], e)
+            else:
+                log.info("invitation to tournament %s: %s", invitation["tournament"]["name"], status)
 
     async def _who_am_i(self) -> dict[str, str] | None:
         """The token's bot, waiting for a server that is not up yet."""
@@ -331,7 +355,9 @@ class BotRunner:
         log.info("match %s %s: %s; won by %s", match.id, match.status.lower(), scores_text([s.score for s in view.seats], labels), winners)
 
 
-def run_bot(bot: Bot, url: str, token: str, transport: str = "auto", log_level: str = "info") -> None:
+def run_bot(
+    bot: Bot, url: str, token: str, transport: str = "auto", log_level: str = "info", invitations: str | None = None
+) -> None:
     """Plays ``bot`` on the server at ``url`` until interrupted (Ctrl-C or SIGTERM), logging
     each decision: what ``wizard-arena play`` does."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(message)s")
@@ -347,7 +373,7 @@ def run_bot(bot: Bot, url: str, token: str, transport: str = "auto", log_level: 
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, task.cancel)
         async with ArenaClient(url, token) as client:
-            runner = BotRunner(bot, client, transport)
+            runner = BotRunner(bot, client, transport, invitations)
             try:
                 await runner.run()
             except asyncio.CancelledError:
@@ -372,4 +398,4 @@ def run_bot(bot: Bot, url: str, token: str, transport: str = "auto", log_level: 
 def play_command(args: argparse.Namespace) -> None:
     if not args.token:
         raise ValueError("play needs the bot's token: --token T or WIZARD_ARENA_TOKEN (from `wizard-arena register NAME`)")
-    run_bot(load_bot(args.bot), args.url, args.token, args.transport, args.log_level)
+    run_bot(load_bot(args.bot), args.url, args.token, args.transport, args.log_level, args.invitations)

@@ -8,8 +8,14 @@ turn a :class:`ServiceError` into their wire form from ``code``, ``message`` and
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import asyncpg  # type: ignore[import-untyped]
+import redis.exceptions
+import sqlalchemy.exc
+
+from service.store.archive import ArchiveUnavailable
 from wizard import (
     ConfigError,
     IllegalMoveError,
@@ -52,6 +58,13 @@ class NotFound(ServiceError):
     http_status = 404
 
 
+class MethodNotAllowed(ServiceError):
+    """A REST route asked with a method it does not take (the answer's ``Allow`` says which)."""
+
+    code = "METHOD_NOT_ALLOWED"
+    http_status = 405
+
+
 class BadInput(ServiceError):
     code = "BAD_INPUT"
     http_status = 400
@@ -77,6 +90,41 @@ class MatchNotActive(ServiceError):
     http_status = 409
 
 
+class TournamentNotOpen(ServiceError):
+    """Joining a tournament, or answering its invitation, once it has started or ended."""
+
+    code = "TOURNAMENT_NOT_OPEN"
+    http_status = 409
+
+
+class TournamentOver(ServiceError):
+    """Cancelling a tournament that has already finished or been cancelled."""
+
+    code = "TOURNAMENT_OVER"
+    http_status = 409
+
+
+class TournamentCannotRun(ServiceError):
+    """A tournament refused at creation: it could never have the entrants it needs."""
+
+    code = "TOURNAMENT_CANNOT_RUN"
+    http_status = 422
+
+
+class TournamentBusy(ServiceError):
+    """Too many entrants changing at once for an answer to go through: try again."""
+
+    code = "TOURNAMENT_BUSY"
+    http_status = 409
+
+
+class InvitationAnswered(ServiceError):
+    """The opposite answer to an invitation already answered (accepting one declined, ...)."""
+
+    code = "INVITATION_ANSWERED"
+    http_status = 409
+
+
 class RateLimited(ServiceError):
     code = "RATE_LIMITED"
     http_status = 429
@@ -85,6 +133,45 @@ class RateLimited(ServiceError):
         wait = max(0.001, round(retry_after_seconds, 3))
         super().__init__(f"{what}: wait {wait} s before the next one", retryAfterSeconds=wait)
         self.retry_after_seconds = wait
+
+
+class Unavailable(ServiceError):
+    """Redis or the archive's database is away (a restart, an outage): nothing was done, or
+    nothing that a retry with the same ``expectedVersion`` would do twice. Try again after
+    ``retryAfterSeconds``."""
+
+    code = "UNAVAILABLE"
+    http_status = 503
+
+    def __init__(self, what: str, retry_after_seconds: float = 1.0) -> None:
+        wait = max(0.001, round(retry_after_seconds, 3))
+        super().__init__(f"{what} is unavailable for a moment: try again in {wait} s", retryAfterSeconds=wait)
+        self.retry_after_seconds = wait
+
+
+#: what a dependency that is away raises: Redis's client (BusyLoadingError, a Redis still
+#: reading its append-only file, is a ConnectionError), the archive's (SQLAlchemy wraps
+#: asyncpg's), and the socket's own (a refused or reset connection, a timed-out one)
+REDIS_AWAY = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+ARCHIVE_AWAY = (
+    ArchiveUnavailable, sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError, asyncpg.InterfaceError,
+    asyncpg.CannotConnectNowError, asyncpg.ConnectionDoesNotExistError, ConnectionError, TimeoutError,
+)
+
+
+def unavailable_dependency(error: BaseException) -> str | None:
+    """Which dependency ``error`` says is away ("Redis", "the archive"), or None."""
+    if isinstance(error, REDIS_AWAY):
+        return "Redis"
+    if isinstance(error, ARCHIVE_AWAY):
+        return "the archive"
+    return None
+
+
+def retry_after_header(seconds: float) -> str:
+    """HTTP's ``Retry-After`` for a wait of ``seconds`` (an error's ``retryAfterSeconds``): the
+    same wait rounded up to whole seconds, as the header allows no fraction, and at least 1."""
+    return str(max(1, math.ceil(seconds)))
 
 
 class LimitExceeded(ServiceError):
@@ -105,7 +192,10 @@ def service_error(error: Exception) -> ServiceError | None:
     if isinstance(error, ServiceError):
         return error
     if isinstance(error, IllegalMoveError):
-        legal = [move.to_dict() for move in error.legal]
+        # shaped as Match.legalMoves (GraphQL's Move): every field, the unset ones null
+        legal = [
+            {"bid": m.bid, "card": m.card, "trump": None if m.trump is None else m.trump.name} for m in error.legal
+        ]
         return IllegalMove(str(error), legalMoves=legal)
     if isinstance(error, MatchFinishedError):
         return MatchNotActive(f"{error}; the match is over")
@@ -113,4 +203,26 @@ def service_error(error: Exception) -> ServiceError | None:
         return NotYourTurn(str(error))
     if isinstance(error, InvalidMoveError | ConfigError | WizardError):
         return BadInput(str(error))
+    away = unavailable_dependency(error)
+    if away is not None:
+        return Unavailable(f"the server's {'database' if away == 'the archive' else away}")
     return None
+
+
+def status_of(code: str) -> int:
+    """The HTTP status of an error code (any code not of this hierarchy is the server's: 500)."""
+    statuses: dict[str, int] = {}
+    pending: list[type[ServiceError]] = [ServiceError]
+    while pending:
+        kind = pending.pop()
+        statuses.setdefault(kind.code, kind.http_status)
+        pending += kind.__subclasses__()
+    return statuses.get(code, 500)
+
+
+def coded_error(code: str, message: str, extensions: dict[str, Any] | None = None) -> ServiceError:
+    """The error a GraphQL result reports by its code, message and extensions, to be answered
+    in another form (REST's)."""
+    error = ServiceError(message, **(extensions or {}))
+    error.code, error.http_status = code, status_of(code)
+    return error

@@ -7,6 +7,7 @@ Every field can be set by an environment variable ``ARENA_<FIELD>`` (for example
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -68,6 +69,15 @@ class Settings(BaseSettings):
     rate_limit_lease_ms: int = Field(
         default=500, ge=1, description="how long an API process may spend requests it took from a token's bucket"
     )
+    tokens_per_bot: int = Field(
+        default=20, ge=1, description="tokens one bot may have at once (createToken); 1000 at most, whatever the setting"
+    )
+    cors_allowed_origins: list[str] = Field(
+        default=["*"],
+        description="origins whose web pages may call /graphql and /api/* from a browser (CORS), as a JSON list "
+        "(`[\"https://example.org\"]`); `[\"*\"]`: any; `[]`: none. Tokens travel in the Authorization header, never "
+        "a cookie, so no request is sent with credentials",
+    )
     max_body_bytes: int = Field(default=65_536, ge=1024, description="largest HTTP request body accepted")
     http_header_timeout_seconds: float = Field(
         default=10.0, gt=0, description="time a request's headers may take to arrive (from the connection, or its first byte)"
@@ -116,4 +126,49 @@ class Settings(BaseSettings):
     open_matches_per_bot: int = Field(default=200, ge=1, description="unfinished matches a bot may sit in at once")
     snapshot_cache_size: int = Field(
         default=4096, ge=0, description="matches whose last snapshot a process keeps as a guess (0: off)"
+    )
+    search_seconds: float = Field(
+        default=0.05, gt=0, description="the SEARCH house bot's thinking time per move, in seconds"
+    )
+    search_processes: int = Field(
+        default=1, ge=1,
+        description="processes a service process keeps for SEARCH house moves, so a search never runs on its event loop",
+    )
+    log_format: Literal["text", "json"] = Field(
+        default="text",
+        description="log lines as text, or one JSON object a line (time, level, logger, message, request_id, "
+        "match_id)",
+    )
+    clock_stale_seconds: float = Field(
+        default=10.0, gt=0,
+        description="/readyz fails (and `worker --check` on a worker's host) once no worker's clock has gone round "
+        "for this long; a clock beats about once a second",
+    )
+    webhook_concurrency: int = Field(
+        default=256, ge=1, description="webhook calls one worker makes at once, to all bots together"
+    )
+    webhook_concurrency_per_bot: int = Field(
+        default=8, ge=1, description="webhook calls one worker makes at once to one bot (the others wait their turn)"
+    )
+    webhook_max_answer_bytes: int = Field(
+        default=16_384, ge=256, description="largest answer a bot's webhook may give (a larger one is refused)"
+    )
+    webhook_notice_timeout_seconds: float = Field(
+        default=5.0, gt=0, description="time a webhook has to answer a start or end call (a turn's is its deadline)"
+    )
+    webhook_pause_after_failures: int = Field(
+        default=5, ge=1,
+        description="failed webhook calls in a row after which the bot's webhook is paused (its seats get the "
+        "fallback move at their deadlines)",
+    )
+    webhook_pause_seconds: float = Field(
+        default=5.0, gt=0,
+        description="the first pause of a failing webhook; each failure after it doubles the pause, up to "
+        "ARENA_WEBHOOK_PAUSE_MAX_SECONDS; the first call after a pause tries the webhook again",
+    )
+    webhook_pause_max_seconds: float = Field(default=300.0, gt=0, description="the longest pause of a failing webhook")
+    webhook_allow_private: bool = Field(
+        default=False,
+        description="let webhooks reach loopback, private, link-local and multicast addresses (tests, a closed "
+        "network); off, such URLs are refused where they resolve to such an address",
     )

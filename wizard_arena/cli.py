@@ -8,7 +8,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sdk.cli import add_commands as add_bot_author_commands
 from wizard import Ruleset, Variant
@@ -28,13 +28,22 @@ def _print(result: dict, as_json: bool) -> None:
 def _bench_engine(args: argparse.Namespace) -> None:
     from bench.engine import bench_engine
 
-    _print(bench_engine(args.ruleset, args.players, args.variant or [], args.seconds, args.seed), args.json)
+    if args.peer and (args.ruleset != "WIZARD" or args.variant):
+        sys.exit("--peer: the peer engine plays the WIZARD ruleset without variants only")
+    _print(bench_engine(args.ruleset, args.players, args.variant or [], args.seconds, args.seed, args.peer), args.json)
 
 
 def _bench_bots(args: argparse.Namespace) -> None:
     from bench.bots import bench_bots
 
     _print(bench_bots(args.matches, args.players, args.ruleset, args.seed), args.json)
+
+
+def _bench_search(args: argparse.Namespace) -> None:
+    from bench.search import SETTINGS, bench_search
+
+    settings = args.setting or list(SETTINGS)
+    _print(bench_search(settings, args.deals, args.seconds, args.nodes, args.example_seconds, args.seed), args.json)
 
 
 def _bench_waiting(args: argparse.Namespace) -> None:
@@ -64,11 +73,26 @@ def _bench_ratings(args: argparse.Namespace) -> None:
     _print_nested(bench_ratings(args.seeds, args.limit, args.seed), args.json)
 
 
+def _bench_webhooks(args: argparse.Namespace) -> None:
+    from bench.webhooks import bench_webhooks
+
+    _print_nested(bench_webhooks(args.moves, args.matches, args.players, args.concurrency), args.json)
+
+
 def _bench_deadlines(args: argparse.Namespace) -> None:
     from bench.deadlines import bench_deadlines
 
-    result = bench_deadlines(args.timeouts, args.matches, args.players, args.house_bots, args.move_timeout_ms)
+    result = bench_deadlines(
+        args.timeouts, args.matches, args.players, args.house_bots, args.move_timeout_ms,
+        search_matches=args.search_matches,
+    )
     _print_nested(result, args.json)
+
+
+def _bench_pages(args: argparse.Namespace) -> None:
+    from bench.pages import bench_pages
+
+    _print_nested(bench_pages(args.matches, args.seed), args.json)
 
 
 def _bench_archive(args: argparse.Namespace) -> None:
@@ -87,33 +111,47 @@ def _bench_tournament(args: argparse.Namespace) -> None:
     _print_nested(result, args.json)
 
 
-def _configure_logging(level: str) -> None:
+def _configure_logging(level: str, settings: Settings | None = None) -> None:
     import logging
 
+    if settings is not None and settings.log_format == "json":
+        from service.logs import configure
+
+        configure(level, "json")
+        return
     logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
 def _run_api(
-    settings: Settings, host: str, port: int, log_level: str, access_log: bool, workers: int | None = None
+    settings: Settings, host: str, port: int, log_level: str, access_log: bool, workers: int | None = None,
+    fd: int | None = None,
 ) -> None:
-    """The API under uvicorn, as `serve` and `up` both run it: the factory, the HTTP protocol
-    with the settings' deadlines for slow clients, the sans-I/O WebSocket protocol."""
+    """The API under uvicorn, as `serve` and `up` both run it: the HTTP protocol with the
+    settings' deadlines for slow clients, the sans-I/O WebSocket protocol. One process drains
+    when stopped (service.api.draining); ``fd``: a listening socket to take over (`up`'s)."""
+    import socket
+
     import uvicorn
 
     from service.api.http_limits import slow_client_protocol
 
-    uvicorn.run(
-        "service.api.app:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level=log_level,
-        access_log=access_log,
-        http=slow_client_protocol(settings),  # type: ignore[arg-type]
-        ws="websockets-sansio",
-        ws_per_message_deflate=settings.ws_per_message_deflate,
+    options = dict(
+        host=host, port=port, log_level=log_level, access_log=access_log,
+        http=slow_client_protocol(settings), ws="websockets-sansio", ws_per_message_deflate=settings.ws_per_message_deflate,
     )
+    if settings.log_format == "json":  # uvicorn's own lines too, in every --workers process
+        from service.logs import logging_config
+
+        options["log_config"] = logging_config(log_level, "json")
+    if workers not in (None, 1):
+        uvicorn.run("service.api.app:create_app", factory=True, workers=workers, **options)  # type: ignore[arg-type]
+        return
+    from service.api.app import create_app
+    from service.api.draining import DRAIN_SECONDS, DrainingServer
+
+    app = create_app(settings)  # connects nothing: its lifespan does
+    config = uvicorn.Config(app, timeout_graceful_shutdown=DRAIN_SECONDS, **options)  # type: ignore[arg-type]
+    DrainingServer(config, app.state.drain).run(sockets=None if fd is None else [socket.socket(fileno=fd)])
 
 
 def _serve(args: argparse.Namespace) -> None:
@@ -123,24 +161,28 @@ def _serve(args: argparse.Namespace) -> None:
     settings = Settings()
     if not settings.redis_url:
         sys.exit("wizard-arena serve: set REDIS_URL to your Redis server (or run `wizard-arena up`, which starts one)")
-    _configure_logging(args.log_level)
+    _configure_logging(args.log_level, settings)
     raise_open_files_limit()  # inherited by the --workers processes
-    _run_api(settings, args.host, args.port, args.log_level, args.access_log, args.workers)
+    _run_api(settings, args.host, args.port, args.log_level, args.access_log, args.workers, args.fd)
 
 
 def _worker(args: argparse.Namespace) -> None:
     from service.settings import Settings
-    from worker.main import run_worker
+    from worker.main import check_worker, run_worker
 
     settings = Settings()
     if not settings.redis_url:
         sys.exit("wizard-arena worker: set REDIS_URL to your Redis server (or run `wizard-arena up`)")
-    _configure_logging(args.log_level)
+    if args.check:
+        problems = check_worker(settings)
+        for problem in problems:
+            print(f"wizard-arena worker --check: {problem}", file=sys.stderr)
+        if problems:
+            sys.exit(1)
+        print("wizard-arena worker --check: ok (RQ worker registered, clock going round)")
+        return
+    _configure_logging(args.log_level, settings)
     run_worker(settings, burst=args.burst)
-
-
-def _exit_on_signal(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
 
 
 def _say(message: str) -> None:
@@ -148,20 +190,32 @@ def _say(message: str) -> None:
 
 
 def _up(args: argparse.Namespace) -> None:
-    """API, worker and (without REDIS_URL) the embedded Redis, as one run that holds the data
-    folder: its lock is inherited by every child, which dies with this process (see
-    service.store.embedded_redis); stopped in order, the worker before the Redis it works on."""
+    """The API and a worker, each a child process kept running (wizard_arena.supervisor), and
+    without REDIS_URL / DATABASE_URL the embedded Redis and PostgreSQL, as one run that holds
+    the data folder: its lock is inherited by every child, which dies with this process (see
+    service.store.embedded_redis). SIGINT or SIGTERM stops them in order: the API (it drains),
+    the worker (it finishes its job or hands it back), then PostgreSQL and Redis."""
     import os
-    import subprocess
+    import threading
 
+    from service.api.draining import DRAIN_SECONDS
     from service.api.http_limits import raise_open_files_limit
     from service.settings import Settings
-    from service.store.embedded_redis import AofDamaged, DataDirBusy, DataDirLock, EmbeddedRedis, die_with_parent
+    from service.store.embedded_redis import AofDamaged, DataDirBusy, DataDirLock, EmbeddedRedis
+    from wizard_arena.supervisor import Child, GiveUp, PortTaken, Supervisor, listen
 
-    _configure_logging(args.log_level)
-    # uvicorn re-raises SIGTERM once it has shut down; as an exception it lets the worker and
-    # the embedded Redis below be stopped too, instead of killing this process on the spot.
-    signal.signal(signal.SIGTERM, _exit_on_signal)
+    _configure_logging(args.log_level, Settings())
+    stop = threading.Event()
+    asked: list[int] = []
+
+    def on_signal(signum: int, frame: object) -> None:
+        if not asked:
+            _say(f"{signal.Signals(signum).name}: stopping the API, the worker, then the servers")
+        asked.append(signum)
+        stop.set()
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, on_signal)
     settings = Settings()
     if args.repair_aof and settings.redis_url:
         sys.exit("wizard-arena up: --repair-aof is for the embedded Redis's file; REDIS_URL is set, so `up` uses that "
@@ -169,6 +223,10 @@ def _up(args: argparse.Namespace) -> None:
     raise_open_files_limit()
     host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0") else args.host
     api = f"http://{host}:{args.port}"
+    try:  # first of all: a taken port starts nothing
+        listener = listen(args.host, args.port)
+    except PortTaken as taken:
+        sys.exit(f"wizard-arena up: {taken}")
     lock = embedded = None
     env = dict(os.environ)
     if not settings.redis_url:
@@ -189,40 +247,47 @@ def _up(args: argparse.Namespace) -> None:
             raise
         print(f"embedded Redis server: {embedded.url} (data in {embedded.data_dir})", flush=True)
     database = None
-    worker = None
+    children: list[Child] = []
+    failure = None
     try:
-        if not settings.database_url:
+        if not settings.database_url and not stop.is_set():
             from service.store.embedded_postgres import EmbeddedPostgres
 
             database = EmbeddedPostgres(Path(settings.data_dir) / "postgres")
             env["DATABASE_URL"] = os.environ["DATABASE_URL"] = database.start()
             print(f"embedded PostgreSQL server: data in {database.data_dir}", flush=True)
-        _migrate_archive(env["DATABASE_URL"])
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "wizard_arena", "worker", "--log-level", args.log_level], env=env,
-            stdin=subprocess.DEVNULL,
-            pass_fds=() if lock is None or lock.fd is None else (lock.fd,),  # the run holds the folder while it lives
-            preexec_fn=die_with_parent(signal.SIGTERM),  # warm shutdown: it finishes its job, or leaves it to be redone
-            process_group=0,  # its own group (with its RQ scheduler): Ctrl-C reaches this process, which stops it
-        )
-        print(f"GraphiQL: {api}/graphql", flush=True)
-        _run_api(settings, args.host, args.port, args.log_level, access_log=False)
+        if not stop.is_set():
+            _migrate_archive(env["DATABASE_URL"])
+        command = [sys.executable, "-m", "wizard_arena"]
+        held = () if lock is None or lock.fd is None else (lock.fd,)  # the run holds the folder while one lives
+        children = [
+            Child("API", [*command, "serve", "--fd", str(listener.fileno()), "--host", args.host, "--port",
+                          str(args.port), "--log-level", args.log_level], env, (listener.fileno(), *held),
+                  stop_seconds=DRAIN_SECONDS + 5),
+            Child("worker", [*command, "worker", "--log-level", args.log_level], env, held),
+        ]
+        if not stop.is_set():
+            for child in children:
+                child.start()
+            print(f"GraphiQL: {api}/graphql", flush=True)
+            Supervisor(children, embedded, _say).watch(stop)
+    except GiveUp as error:
+        failure = str(error)
     finally:
         if lock is not None:
             lock.stopping()  # an `up` started meanwhile waits for this one instead of refusing
-        if worker is not None:
-            worker.terminate()
-            try:
-                worker.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(worker.pid, signal.SIGKILL)
-                worker.wait()
+        for child in children:  # in order: the API drains, then the worker finishes its job
+            child.stop()
+        listener.close()
         if database is not None:
             database.stop()
         if embedded is not None:
             embedded.stop()
         if lock is not None:
             lock.release()
+    if failure is not None:
+        sys.exit(f"wizard-arena up: {failure}; everything it started is stopped")
+    _say("stopped")
 
 
 def _migrate_archive(url: str) -> None:
@@ -242,6 +307,64 @@ def _migrate(args: argparse.Namespace) -> None:
     print("the archive's schema is up to date", flush=True)
 
 
+def _backup(args: argparse.Namespace) -> None:
+    """Redis and the archive into a folder, while the service runs (service.store.backup)."""
+    from service.settings import Settings
+    from service.store.backup import BackupError, backup, embedded_postgres_url
+    from service.store.embedded_redis import EmbeddedRedis
+
+    settings = Settings()
+    redis_url, database_url = settings.redis_url, settings.database_url
+    if not redis_url:  # `up`'s embedded servers, running in the data folder
+        socket = EmbeddedRedis(settings.data_dir).socket
+        if not socket.exists():
+            sys.exit(f"wizard-arena backup: no Redis runs in {settings.data_dir} (start `wizard-arena up`, or set "
+                     "REDIS_URL to your Redis server)")
+        redis_url = f"unix://{socket}"
+        database_url = database_url or embedded_postgres_url(Path(settings.data_dir) / "postgres")
+    try:
+        manifest = backup(Path(args.folder), redis_url, database_url)
+    except (BackupError, OSError) as error:
+        sys.exit(f"wizard-arena backup: {error}")
+    archive = "and the archive " if manifest["archive"] else "(no archive: DATABASE_URL is not set) "
+    print(f"backed up {manifest['redisKeys']} Redis keys {archive}into {args.folder}", flush=True)
+
+
+def _restore(args: argparse.Namespace) -> None:
+    """A backup back into an empty Redis and archive (the API and workers stopped)."""
+    from service.settings import Settings
+    from service.store.backup import BackupError, restore
+
+    settings = Settings()
+    embedded: list[Any] = []  # the servers started here, stopped when done
+    redis_url, database_url = settings.redis_url, settings.database_url
+    try:
+        if not redis_url:  # `up`'s data folder: its servers started here (refused while `up` runs)
+            from service.store.embedded_redis import DataDirBusy, EmbeddedRedis
+
+            server = EmbeddedRedis(settings.data_dir)
+            try:
+                redis_url = server.start()
+            except DataDirBusy as busy:
+                sys.exit(f"wizard-arena restore: stop `wizard-arena up` first: {busy}")
+            embedded.append(server)
+            if not database_url:
+                from service.store.embedded_postgres import EmbeddedPostgres
+
+                database = EmbeddedPostgres(Path(settings.data_dir) / "postgres")
+                database_url = database.start()
+                embedded.append(database)
+        try:
+            done = restore(Path(args.folder), redis_url, database_url, replace=args.replace)
+        except (BackupError, OSError) as error:
+            sys.exit(f"wizard-arena restore: {error}")
+    finally:
+        for running in reversed(embedded):
+            running.stop()
+    archive = "and the archive " if done["archive"] else ""
+    print(f"restored {done['redisKeys']} Redis keys {archive}from {args.folder}", flush=True)
+
+
 def _up_command(args: argparse.Namespace, data_dir: object) -> str:
     """The command line that starts this `up` again (with its data folder named)."""
     import shlex
@@ -259,8 +382,27 @@ def _schema(args: argparse.Namespace) -> None:
     sys.stdout.write(schema_sdl())
 
 
+def _openapi(args: argparse.Namespace) -> None:
+    from service.api.app import openapi_json
+    from service.api.graphql.schema import build_schema
+    from service.settings import Settings
+
+    sys.stdout.write(openapi_json(build_schema(Settings())))
+
+
+def _version() -> str:
+    """The installed package's version (a source tree run without installing says so)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("wizard-arena")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="wizard-arena", description="Wizard Arena: bots play the card game Wizard.")
+    parser.add_argument("--version", action="version", version=f"wizard-arena {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="run the API (needs REDIS_URL)")
@@ -269,11 +411,17 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--workers", type=int, default=1, help="API processes (uvicorn workers)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.add_argument("--access-log", action="store_true", help="log every request")
+    serve.add_argument("--fd", type=int, help=argparse.SUPPRESS)  # `up`'s listening socket, taken over
     serve.set_defaults(run=_serve)
 
     worker = commands.add_parser("worker", help="run a background worker: deadlines and scheduled jobs (needs REDIS_URL)")
     worker.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     worker.add_argument("--burst", action="store_true", help="stop when the queues are empty")
+    worker.add_argument(
+        "--check", action="store_true",
+        help="health check of this host's worker, run nothing: exit 0 if its RQ worker is registered and its clock "
+        "has gone round within ARENA_CLOCK_STALE_SECONDS, else 1 (saying why)",
+    )
     worker.set_defaults(run=_worker)
 
     up = commands.add_parser("up", help="API and a worker together; starts an embedded Redis when REDIS_URL is unset")
@@ -293,10 +441,24 @@ def build_parser() -> argparse.ArgumentParser:
     migrate.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     migrate.set_defaults(run=_migrate)
 
+    backup = commands.add_parser(
+        "backup", help="copy Redis (one atomic snapshot) and the archive (pg_dump) into FOLDER, while the service runs"
+    )
+    backup.add_argument("folder", metavar="FOLDER")
+    backup.set_defaults(run=_backup)
+    restore = commands.add_parser(
+        "restore", help="put a backup back into an empty Redis and archive (stop the API and the workers first)"
+    )
+    restore.add_argument("folder", metavar="FOLDER")
+    restore.add_argument("--replace", action="store_true", help="delete every key Redis holds first")
+    restore.set_defaults(run=_restore)
+
     add_bot_author_commands(commands)
 
     schema = commands.add_parser("schema", help="print the GraphQL schema (what schema.graphql holds)")
     schema.set_defaults(run=_schema)
+    openapi = commands.add_parser("openapi", help="print the REST API's OpenAPI 3.1 document (openapi.json)")
+    openapi.set_defaults(run=_openapi)
 
     bench = commands.add_parser("bench", help="benchmarks (figures go to BENCHMARKS.md)")
     benches = bench.add_subparsers(dest="bench", required=True)
@@ -307,6 +469,10 @@ def build_parser() -> argparse.ArgumentParser:
     engine.add_argument("--variant", action="append", choices=[v.value for v in Variant], help="repeat for several")
     engine.add_argument("--seconds", type=float, default=5.0, help="total run time (half per path)")
     engine.add_argument("--seed", type=int, default=1)
+    engine.add_argument(
+        "--peer", metavar="DIR",
+        help="a checkout of github.com/tabularaza27/wizard: also time its engine (random players), as long again",
+    )
     engine.add_argument("--json", action="store_true", help="print one JSON line")
     engine.set_defaults(run=_bench_engine)
 
@@ -317,6 +483,17 @@ def build_parser() -> argparse.ArgumentParser:
     bots.add_argument("--seed", type=int, default=1)
     bots.add_argument("--json", action="store_true", help="print one JSON line")
     bots.set_defaults(run=_bench_bots)
+
+    search = benches.add_parser("search", help="SEARCH's margin over HEURISTIC and the example search bot, duplicate deals")
+    search.add_argument("--setting", action="append", choices=["heuristic", "example", "junior", "hidden"],
+                        help="repeat for several (default: all)")
+    search.add_argument("--deals", type=int, default=20, help="deals per setting, each played in every seat rotation")
+    search.add_argument("--seconds", type=float, default=0.05, help="SEARCH's time per decision")
+    search.add_argument("--nodes", type=int, help="SEARCH's iterations per decision instead (deterministic)")
+    search.add_argument("--example-seconds", type=float, help="the example bot's time per decision (default: --seconds)")
+    search.add_argument("--seed", type=int, default=1)
+    search.add_argument("--json", action="store_true", help="print one JSON line")
+    search.set_defaults(run=_bench_search)
 
     service = benches.add_parser("service", help="whole matches through GraphQL over HTTP against one serve process")
     service.add_argument("--clients", type=int, default=16)
@@ -351,6 +528,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     deadlines.add_argument("--timeouts", type=int, default=300, help="timeout moves to wait for at least")
     deadlines.add_argument("--matches", type=int, default=8, help="matches at once")
+    deadlines.add_argument("--search-matches", type=int, default=0,
+                           help="matches of SEARCH house bots playing beside them (their moves are the load)")
     deadlines.add_argument("--players", type=int, default=4, choices=range(3, 7))
     deadlines.add_argument("--house-bots", type=int, default=1, help="house bots per match; the other seats never move")
     deadlines.add_argument("--move-timeout-ms", type=int, default=100, help="the matches' moveTimeoutMs")
@@ -369,6 +548,16 @@ def build_parser() -> argparse.ArgumentParser:
     tournament.add_argument("--json", action="store_true", help="print one JSON line")
     tournament.set_defaults(run=_bench_tournament)
 
+    webhooks = benches.add_parser(
+        "webhooks", help="one worker's webhook dispatcher driving bots served by serve-bot: moves/s, due-to-sent delay"
+    )
+    webhooks.add_argument("--moves", type=int, default=5_000, help="webhook moves to make")
+    webhooks.add_argument("--matches", type=int, default=32, help="matches at once")
+    webhooks.add_argument("--players", type=int, default=4, choices=range(3, 7))
+    webhooks.add_argument("--concurrency", type=int, default=256, help="ARENA_WEBHOOK_CONCURRENCY")
+    webhooks.add_argument("--json", action="store_true", help="print one JSON line")
+    webhooks.set_defaults(run=_bench_webhooks)
+
     archive = benches.add_parser(
         "archive",
         help="the archive on an embedded PostgreSQL: a bot's 50 latest matches, put_match's and settlement's rates, "
@@ -383,6 +572,13 @@ def build_parser() -> argparse.ArgumentParser:
     archive.add_argument("--seed", type=int, default=1)
     archive.add_argument("--json", action="store_true", help="one JSON line")
     archive.set_defaults(run=_bench_archive)
+    pages = benches.add_parser(
+        "pages", help="the web pages in headless Chromium: a move to the match page, the first load, replay builds"
+    )
+    pages.add_argument("--matches", type=int, default=2, help="4-player matches followed on the match page")
+    pages.add_argument("--seed", type=int, default=1)
+    pages.add_argument("--json", action="store_true", help="one JSON line")
+    pages.set_defaults(run=_bench_pages)
     return parser
 
 

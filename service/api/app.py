@@ -16,6 +16,7 @@ import orjson
 from cross_web import HTTPException
 from graphql import GraphQLFormattedError
 from starlette.applications import Starlette
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
@@ -30,14 +31,27 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import Bas
 from strawberry.subscriptions.protocols.graphql_transport_ws.types import ErrorMessage
 from strawberry.types.graphql import OperationType
 
-from service.api import rest
+from service import logs
+from service.api import rest, rest_api
+from service.api.draining import GoingAway
 from service.api.graphiql import PREFIX as GRAPHIQL_FILES
 from service.api.graphiql import GraphiQL
 from service.api.graphql.context import RequestContext
-from service.api.graphql.schema import build_schema
+from service.api.graphql.schema import OPERATION_SCOPE_KEY, build_schema, root_fields
+from service.api.pages import Pages
+from service.api.rate_limit_headers import EXPOSED, RateLimitHeaders
 from service.domain.services import Services
-from service.errors import BodyTooLarge, ServiceError
-from service.metrics import Metrics
+from service.errors import (
+    ARCHIVE_AWAY,
+    REDIS_AWAY,
+    BodyTooLarge,
+    ServiceError,
+    Unavailable,
+    retry_after_header,
+    service_error,
+)
+from service.health import heartbeat_ages
+from service.metrics import OTHER_OPERATION, Metrics
 from service.settings import Settings
 
 log = logging.getLogger("wizard_arena.app")
@@ -187,6 +201,11 @@ class ArenaGraphQL(GraphQL[RequestContext, None]):
         return answer
 
     def create_response(self, response_data: Any, sub_response: Answer) -> Response:  # type: ignore[override]
+        if response_data.get("errors"):
+            unavailable = _unavailable(response_data["errors"])
+            if unavailable is not None:  # Redis or the archive away: 503, and when to try again
+                sub_response.status_code = Unavailable.http_status
+                sub_response.headers["Retry-After"] = retry_after_header(unavailable)
         if sub_response.media is JSON and not sub_response.get:  # POST as it always was: the move path
             return super().create_response(response_data, sub_response)
         status = 200
@@ -239,6 +258,11 @@ class ArenaGraphQL(GraphQL[RequestContext, None]):
                     raise HTTPException(400, f"{name} must be {what}")
         return parsed
 
+    async def process_result(self, request: Any, result: Any) -> Any:
+        if result.errors:  # the request's metrics count the operation as answered with errors
+            request.scope[ERRORS_SCOPE_KEY] = True
+        return await super().process_result(request, result)
+
     def encode_json(self, data: object) -> bytes:
         return orjson.dumps(data)
 
@@ -254,8 +278,9 @@ class ArenaGraphQL(GraphQL[RequestContext, None]):
     async def on_ws_connect(self, context: RequestContext) -> Any:
         try:
             await context.optional_caller()
-        except ServiceError as error:
-            raise ConnectionRejectionError({"message": error.message, **error.graphql_extensions()}) from None
+        except Exception as error:  # noqa: BLE001 - _mapped re-raises what is not a client's answer
+            mapped = _mapped(context.services, error)
+            raise ConnectionRejectionError({"message": mapped.message, **mapped.graphql_extensions()}) from None
         return await super().on_ws_connect(context)
 
     async def run(self, request: Any, context: Any = None, root_value: Any = None) -> Any:
@@ -265,6 +290,10 @@ class ArenaGraphQL(GraphQL[RequestContext, None]):
             return await super().run(request, UNSET if context is None else context, UNSET if root_value is None else root_value)
         except ServiceError as error:  # raised while building the context (a bad Authorization header)
             return self._refusal(request, error.message, error.graphql_extensions(), error.http_status)
+        except REDIS_AWAY + ARCHIVE_AWAY as error:  # the same, Redis being away
+            mapped = _mapped(self._services_of(request), error)
+            headers = {"Retry-After": retry_after_header(mapped.extensions["retryAfterSeconds"])}
+            return self._refusal(request, mapped.message, mapped.graphql_extensions(), mapped.http_status, headers)
         except Refused as error:
             code = "BAD_INPUT" if error.status_code < 500 else "INTERNAL_ERROR"
             return self._refusal(request, error.reason, {"code": code}, error.status_code, error.headers)
@@ -289,6 +318,26 @@ class ArenaGraphQL(GraphQL[RequestContext, None]):
         if request.method == "GET":
             response.headers["cache-control"] = "no-store"
         return response
+
+
+def _unavailable(errors: list[Any]) -> float | None:
+    """The longest ``retryAfterSeconds`` of a result's UNAVAILABLE errors (None: none)."""
+    waits = [
+        float((error.get("extensions") or {}).get("retryAfterSeconds") or 1)
+        for error in errors if isinstance(error, dict) and (error.get("extensions") or {}).get("code") == Unavailable.code
+    ]
+    return max(waits) if waits else None
+
+
+def _mapped(services: Services, error: Exception) -> ServiceError:
+    """``error`` as a client sees it, outside GraphQL's execution (which codes its own): a
+    ServiceError as it is, an outage reported and UNAVAILABLE; anything else re-raised (a bug)."""
+    mapped = service_error(error)
+    if mapped is None:
+        raise error
+    if services.outages is not None:
+        services.outages.report(error)
+    return mapped
 
 
 class BodyLimit:
@@ -334,23 +383,64 @@ class BodyLimit:
         await JSONResponse(body, error.http_status)(scope, receive, send)
 
 
+class ApiCors:
+    """CORS for the API's paths (``/graphql``, ``/api/*``): Starlette's CORSMiddleware, which
+    answers preflights itself; the web pages and the operator's paths (``/metrics``) stay
+    same-origin. No credentials mode: a token travels in the Authorization header, never a
+    cookie, so ``*`` may stand for any origin."""
+
+    def __init__(self, app: ASGIApp, origins: list[str]) -> None:
+        self.app = app
+        self.cors = CORSMiddleware(
+            app, allow_origins=origins, allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+            allow_headers=["Authorization", "Content-Type", "Accept"], expose_headers=[*EXPOSED, rest.TURN_REASON],
+            allow_credentials=False, max_age=600,
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "http" and (path == "/graphql" or path.startswith("/api/")):
+            return await self.cors(scope, receive, send)
+        await self.app(scope, receive, send)
+
+
+#: the request scope's key saying that a GraphQL answer had errors (ArenaGraphQL.process_result)
+ERRORS_SCOPE_KEY = "wizard_arena.graphql_errors"
+
+
+def _request_id_header(scope: Scope) -> bytes | None:
+    for name, value in scope["headers"]:
+        if name == b"x-request-id":
+            return value
+    return None
+
+
 class RequestMetrics:
-    """Counts requests by route and status and times them."""
+    """Counts requests by route and status and times them, GraphQL's also by operation;
+    counts open WebSockets; gives each request its id (``X-Request-Id``: the client's when
+    well-formed, else a new one), sent back and named in its log lines (``service.logs``)."""
 
     def __init__(self, app: ASGIApp, metrics_of: Any) -> None:
         self.app = app
         self.metrics_of = metrics_of
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        kind = scope["type"]
+        if kind == "websocket":
+            return await self._websocket(scope, receive, send)
+        if kind != "http":
             return await self.app(scope, receive, send)
         started = time.perf_counter()
         status = 500
+        request_id = logs.request_id_from(_request_id_header(scope))
+        logs.request_id.set(request_id)
+        id_header = (b"x-request-id", request_id.encode())
 
         async def observed(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+                message["headers"] = [*message.get("headers", ()), id_header]
             await send(message)
 
         try:
@@ -359,23 +449,103 @@ class RequestMetrics:
             metrics: Metrics | None = self.metrics_of(scope)
             if metrics is not None:
                 route = _route_label(scope["path"])
+                elapsed = time.perf_counter() - started
                 metrics.requests.labels(route, str(status)).inc()
-                metrics.latency.labels(route).observe(time.perf_counter() - started)
+                metrics.latency.labels(route).observe(elapsed)
+                if route == "/graphql":  # not GraphiQL's page: a GET that ran no operation
+                    operation = scope.get(OPERATION_SCOPE_KEY)
+                    if operation is not None or scope["method"] == "POST":
+                        operation = operation or OTHER_OPERATION
+                        outcome = "error" if status >= 400 or scope.get(ERRORS_SCOPE_KEY) else "ok"
+                        metrics.graphql.labels(operation, outcome).inc()
+                        metrics.graphql_latency.labels(operation).observe(elapsed)
+
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        logs.request_id.set(logs.request_id_from(_request_id_header(scope)))
+        metrics: Metrics | None = self.metrics_of(scope)
+        if metrics is None:
+            return await self.app(scope, receive, send)
+        opened = False
+
+        async def observed(message: Message) -> None:
+            nonlocal opened
+            if message["type"] == "websocket.accept" and not opened:
+                opened = True
+                metrics.websockets.inc()
+            await send(message)
+
+        try:
+            await self.app(scope, receive, observed)
+        finally:
+            if opened:
+                metrics.websockets.dec()
+
+
+#: the web pages' routes, by their first segment (``/`` itself is the home page)
+PAGE_ROUTES = {"matches": "/matches/{id}", "bots": "/bots/{id}", "leaderboard": "/leaderboard/{ruleset}",
+               "tournaments": "/tournaments", "static": "/static/{file}", "graphiql": "/graphiql/{file}"}
 
 
 def _route_label(path: str) -> str:
     if path.startswith("/api/matches/"):
-        return "/api/matches/{id}/record" if path.endswith("/record") else (
-            "/api/matches/{id}/moves" if path.endswith("/moves") else "/api/matches/{id}"
-        )
-    if path.startswith("/api/bots/") and path.endswith("/records"):
-        return "/api/bots/{id}/records"
-    return path if path in ("/graphql", "/healthz", "/metrics", "/api/turns") else "other"
+        for tail in ("record", "replay", "moves"):
+            if path.endswith("/" + tail):
+                return f"/api/matches/{{id}}/{tail}"
+        return "/api/matches/{id}"
+    if path.startswith("/api/bots/"):
+        for tail in ("records", "stats"):
+            if path.endswith("/" + tail):
+                return f"/api/bots/{{id}}/{tail}"
+    if path in ("/", "/graphql", "/healthz", "/livez", "/readyz", "/metrics", "/api/turns", "/api/matches"):
+        return path
+    if path.startswith("/tournaments/"):
+        return "/tournaments/{id}"
+    return PAGE_ROUTES.get(path.split("/")[1], "other")
+
+
+class OpenAPI:
+    """The REST API's OpenAPI document (``GET /api/openapi.json``), made once, on first use, off
+    the event loop (it takes some tens of ms)."""
+
+    def __init__(self, schema: Any) -> None:
+        self.schema = schema
+        self._made: str | None = None
+
+    async def text(self) -> str:
+        if self._made is None:
+            self._made = await asyncio.to_thread(openapi_json, self.schema)
+        return self._made
+
+    async def document(self) -> dict[str, Any]:
+        return orjson.loads(await self.text())
+
+    async def endpoint(self, request: Request) -> Response:
+        return Response(await self.text(), media_type="application/json", headers={"Cache-Control": "public, max-age=300"})
+
+
+def openapi_json(schema: Any) -> str:
+    from importlib.metadata import version
+
+    from service.api.openapi import document_json
+
+    return document_json(schema._schema, version("wizard-arena"))
+
+
+async def database_state(services: Services) -> str:
+    """The archive's database as the health answers say it: "ok", "not configured", or
+    "unavailable: <why>" (no answer within 2 s counts as away)."""
+    if services.archive is None:
+        return "not configured"
+    try:
+        async with asyncio.timeout(2):
+            await services.archive.ping()
+    except Exception as error:  # noqa: BLE001 - any failure means "not reachable"
+        return f"unavailable: {str(error) or type(error).__name__}"
+    return "ok"
 
 
 def create_app(settings: Settings | None = None) -> Starlette:
     settings = settings or Settings()
-    metrics = Metrics()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -403,35 +573,79 @@ def create_app(settings: Settings | None = None) -> Starlette:
         works (503); without the database play goes on (settlement waits for it): 200,
         "degraded"."""
         services = services_of(request)
-        answer = {"status": "ok", "redis": "ok", "database": "ok" if services.archive else "not configured"}
+        answer = {"status": "ok", "redis": "ok", "database": await database_state(services)}
         try:
             await services.redis.ping()
         except Exception as error:  # noqa: BLE001 - any failure means "not healthy"
             answer.update(status="unavailable", redis=str(error) or type(error).__name__)
-        if services.archive is not None:
-            try:
-                async with asyncio.timeout(2):
-                    await services.archive.ping()
-            except Exception as error:  # noqa: BLE001 - any failure means "not reachable"
-                answer["database"] = f"unavailable: {str(error) or type(error).__name__}"
-                if answer["status"] == "ok":
-                    answer["status"] = "degraded"
+        if answer["database"].startswith("unavailable") and answer["status"] == "ok":
+            answer["status"] = "degraded"
         return JSONResponse(answer, 503 if answer["status"] == "unavailable" else 200)
 
+    async def livez(request: Request) -> Response:
+        """Alive: the process answers (nothing else is asked)."""
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        """Ready to serve, the service as a whole: Redis, the archive (when configured) and
+        a worker's clock that has gone round within ARENA_CLOCK_STALE_SECONDS. 503 with the
+        reasons when any is not."""
+        services = services_of(request)
+        answer: dict[str, Any] = {"status": "ready", "redis": "ok", "database": await database_state(services),
+                                  "clock": "ok"}
+        try:
+            async with asyncio.timeout(2):
+                ages = await heartbeat_ages(services.redis)
+            newest = min(ages.values(), default=None)
+            answer["clockAgeSeconds"] = None if newest is None else round(newest, 3)
+            if newest is None:
+                answer["clock"] = "no worker's clock has ever beaten: start `wizard-arena worker`"
+            elif newest > settings.clock_stale_seconds:
+                answer["clock"] = f"stale: no clock has gone round for {newest:.1f} s (check the workers)"
+        except Exception as error:  # noqa: BLE001 - any failure means "not reachable"
+            answer["redis"] = answer["clock"] = f"unavailable: {str(error) or type(error).__name__}"
+        if any(answer[part] not in ("ok", "not configured") for part in ("redis", "database", "clock")):
+            answer["status"] = "not ready"
+        return JSONResponse(answer, 200 if answer["status"] == "ready" else 503)
+
     async def metrics_endpoint(request: Request) -> Response:
+        await metrics.read_service(services_of(request).redis, settings.clock_stale_seconds)
         return PlainTextResponse(metrics.render(), media_type=Metrics.content_type)
 
     graphql = ArenaGraphQL(services_of, settings)
+    metrics = Metrics(root_fields(graphql.schema._schema))  # type: ignore[attr-defined]
+    going_away = GoingAway(graphql)
+    openapi = OpenAPI(graphql.schema)
+    pages = Pages(services_of, openapi.document)
     routes = [
         Route("/graphql", graphql, methods=["GET", "POST"]),
-        WebSocketRoute("/graphql", graphql),
+        WebSocketRoute("/graphql", going_away),
         Route(GRAPHIQL_FILES + "{name:path}", graphql.graphiql.file, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
+        Route("/livez", livez, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         *rest.routes(services_of),
+        *rest_api.routes(graphql.schema, services_of),
+        Route("/api/openapi.json", openapi.endpoint, methods=["GET"]),
+        *pages.routes(),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={
+        404: pages.not_found, 405: pages.not_found,
+    })
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RateLimitHeaders)
+    if settings.cors_allowed_origins:
+        app.add_middleware(ApiCors, origins=settings.cors_allowed_origins)
     app.add_middleware(RequestMetrics, metrics_of=lambda scope: metrics)
     app.state.settings = settings
+
+    async def drain() -> None:
+        """The process is stopping (service.api.draining): long polls answer now, WebSockets close."""
+        services: Services | None = getattr(app.state, "services", None)
+        if services is not None:
+            services.matches.feed.drain()
+        await going_away.drain()
+
+    app.state.drain = drain
     return app

@@ -3,9 +3,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import functools
+import gzip
+import hashlib
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import Enum
@@ -16,11 +21,13 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from service.api.graphql.types import match_type
+from service.api.rate_limit_headers import request_allowance
 from service.domain.bots import bearer_token
 from service.domain.listings import DEFAULT_FIRST, MAX_FIRST, MatchFilter, one_of
-from service.domain.matches import Caller
+from service.domain.matches import Caller, WaitEnd
+from service.domain.replays import replay_frames
 from service.domain.services import Services
-from service.errors import BadInput, NotFound, ServiceError, service_error
+from service.errors import BadInput, NotFound, ServiceError, retry_after_header, service_error
 from service.model.live_match import LiveMatch
 from service.store.exports import RecordFilter, bot_records
 from wizard import Ruleset
@@ -29,6 +36,8 @@ log = logging.getLogger("wizard_arena.rest")
 
 #: what `GET /api/matches` reads (a listing: the filter, then the page)
 MATCH_LISTING_PARAMS = ("status", "botId", "tournamentId", "ruleset", "rated", "first", "after")
+#: the header of `GET /api/turns` that says why the wait ended (nextTurn's `reason`)
+TURN_REASON = "X-Turn-Reason"
 #: newline-delimited JSON: the exports' media type
 NDJSON = "application/x-ndjson"
 
@@ -38,9 +47,25 @@ def _camel(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
+_PLAIN = frozenset({str, int, float, bool})
+
+
+@functools.cache
+def _json_fields(cls: Any) -> tuple[tuple[str, str], ...] | None:
+    """A dataclass's (attribute, JSON name) pairs; None for a class that is not one (a view
+    a bot is sent is ~300 values: reflecting on each class once keeps it cheap)."""
+    if not dataclasses.is_dataclass(cls):
+        return None
+    return tuple((f.name, _camel(f.name)) for f in dataclasses.fields(cls))
+
+
 def _json(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {_camel(f.name): _json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if value is None or type(value) in _PLAIN:  # (exactly: an enum is a str or an int too)
+        return value
+    kind: Any = type(value)
+    fields = _json_fields(kind)
+    if fields is not None:
+        return {name: _json(getattr(value, attribute)) for attribute, name in fields}
     if isinstance(value, list | tuple):
         return [_json(v) for v in value]
     if isinstance(value, Enum):
@@ -92,22 +117,83 @@ def record_filter(params: Any) -> RecordFilter:
 
 
 def error_response(error: ServiceError) -> JSONResponse:
+    """The REST form of an error: its code's status, ``{"error": {...}}``, and for a request
+    refused for a while (RATE_LIMITED, UNAVAILABLE), when to try again."""
     headers = {}
-    if error.code == "RATE_LIMITED":
-        headers["Retry-After"] = str(max(1, round(error.extensions["retryAfterSeconds"] + 0.5)))
+    if "retryAfterSeconds" in error.extensions:  # RATE_LIMITED, UNAVAILABLE
+        headers["Retry-After"] = retry_after_header(error.extensions["retryAfterSeconds"])
     return JSONResponse({"error": error.to_dict()}, error.http_status, headers=headers)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Answer:
+    body: bytes
+    gzipped: bytes
+    etag: str
+
+
+class Replays:
+    """Finished matches' replays (``GET /api/matches/{id}/replay``) as answered, the latest
+    ``kept`` of them kept: building one replays the whole match through the engine (about 100 ms
+    of CPU for a 4-player WIZARD match, in a thread, one match at a time, and once however many
+    ask for it at the same time), and a finished match never changes."""
+
+    def __init__(self, kept: int = 32) -> None:
+        self.kept = kept
+        self._answers: OrderedDict[str, asyncio.Future[_Answer]] = OrderedDict()
+        #: one build at a time: builds of several matches at once would only share the GIL
+        #: with each other and with the requests being served
+        self._building = asyncio.Semaphore(1)
+
+    async def answer(self, request: Request, match: LiveMatch) -> Response:
+        built = self._answers.get(match.id)
+        if built is None:
+            built = asyncio.ensure_future(self._built(match))
+            self._answers[match.id] = built
+            while len(self._answers) > self.kept:
+                self._answers.popitem(last=False)
+        else:
+            self._answers.move_to_end(match.id)
+        try:
+            answer = await asyncio.shield(built)
+        except BaseException:
+            if built.done() and self._answers.get(match.id) is built:
+                del self._answers[match.id]  # a failed build is not kept
+            raise
+        headers = {"ETag": answer.etag, "Cache-Control": "public, max-age=86400", "Vary": "Accept-Encoding"}
+        if answer.etag in request.headers.get("if-none-match", ""):
+            return Response(status_code=304, headers=headers)
+        if "gzip" in request.headers.get("accept-encoding", ""):
+            headers["Content-Encoding"] = "gzip"
+            return Response(answer.gzipped, media_type="application/json", headers=headers)
+        return Response(answer.body, media_type="application/json", headers=headers)
+
+    async def _built(self, match: LiveMatch) -> _Answer:
+        async with self._building:
+            return await asyncio.to_thread(self._build, match)
+
+    @staticmethod
+    def _build(match: LiveMatch) -> _Answer:
+        body = json.dumps(
+            {"match": match_json(match, None), "frames": replay_frames(match.state)}, separators=(",", ":")
+        ).encode()
+        return _Answer(body, gzip.compress(body, 6, mtime=0), f'"{hashlib.sha256(body).hexdigest()[:16]}"')
+
+
 def routes(services_of: Callable[[Request], Services]) -> list[Route]:
+    replays = Replays()
+
     def endpoint(handler: Callable[..., Any]) -> Callable[[Request], Any]:
         async def run(request: Request) -> Response:
             services = services_of(request)
             try:
                 token = bearer_token(request.headers.get("authorization"))
-                caller = await services.bots.authenticate(token)
+                caller = await services.bots.authenticate(token, request_allowance(request.scope))
                 return await handler(request, services, caller)
             except Exception as error:
                 mapped = service_error(error)
+                if services.outages is not None:
+                    services.outages.report(error)
                 if mapped is None:
                     log.exception("REST %s %s", request.method, request.url.path)
                     return JSONResponse(
@@ -148,11 +234,17 @@ def routes(services_of: Callable[[Request], Services]) -> list[Route]:
             timeout_ms = None if timeout is None else int(timeout)
         except ValueError:
             raise BadInput(f"timeoutMs must be a whole number of milliseconds, not {timeout!r}") from None
-        live = await services.matches.await_turn(caller, request.query_params.get("matchId"), timeout_ms)
-        return JSONResponse(None if live is None else match_json(live, caller))
+        wait = await services.matches.next_turn(caller, request.query_params.get("matchId"), timeout_ms)
+        # the body as it always was (the match where it is your turn, else null); the header
+        # says why the wait ended, as nextTurn's reason
+        live = wait.match if wait.reason is WaitEnd.YOUR_TURN else None
+        return JSONResponse(None if live is None else match_json(live, caller), headers={TURN_REASON: wait.reason.value})
 
     async def get_record(request: Request, services: Services, caller: Caller | None) -> Response:
         return JSONResponse(await services.matches.record(request.path_params["match_id"]))
+
+    async def get_replay(request: Request, services: Services, caller: Caller | None) -> Response:
+        return await replays.answer(request, await services.matches.published(request.path_params["match_id"]))
 
     async def list_matches(request: Request, services: Services, caller: Caller | None) -> Response:
         query = request.query_params
@@ -220,6 +312,7 @@ def routes(services_of: Callable[[Request], Services]) -> list[Route]:
         Route("/api/matches/{match_id}", endpoint(get_match), methods=["GET"]),
         Route("/api/matches/{match_id}/moves", endpoint(post_move), methods=["POST"]),
         Route("/api/matches/{match_id}/record", endpoint(get_record), methods=["GET"]),
+        Route("/api/matches/{match_id}/replay", endpoint(get_replay), methods=["GET"]),
         Route("/api/turns", endpoint(get_turns), methods=["GET"]),
         Route("/api/bots/{bot_id}/records", endpoint(get_bot_records), methods=["GET"]),
     ]

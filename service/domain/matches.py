@@ -10,17 +10,23 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import multiprocessing
+import os
 import secrets
 import time
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import aclosing
 from dataclasses import dataclass
+from enum import Enum
 from random import Random
 from typing import Any
 
 import orjson
 
+from service import logs
+from service.domain.retirement import refuse_retired
 from service.errors import BadInput, Forbidden, LimitExceeded, MatchNotActive, NotFound, ServiceError, StaleVersion
 from service.model.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder
 from service.settings import Settings
@@ -28,9 +34,10 @@ from service.store.bots import BotStore
 from service.store.clock import now_ms
 from service.store.feed import RESYNC, EventFeed, Watch
 from service.store.keys import bot_channel, match_channel
-from service.store.matches import MatchEvent, MatchStore, Seated, Stored, WaitingFull, after_event
-from wizard import HOUSE_BOTS, MatchConfig, Move, WizardError, fallback_move, new_match
+from service.store.matches import MatchEvent, MatchStore, Notice, Seated, Stored, WaitingFull, after_event
+from wizard import HOUSE_BOTS, MatchConfig, MatchView, Move, WizardError, fallback_move, new_match
 from wizard.record import record_of
+from wizard.search import house_move
 
 log = logging.getLogger("wizard_arena.matches")
 
@@ -38,6 +45,10 @@ log = logging.getLogger("wizard_arena.matches")
 COMMIT_ATTEMPTS = 50
 #: Longest single wait for the feed (waits without an end loop over it).
 WAIT_SLICE_S = 60.0
+
+
+#: how much lower the SEARCH processes' scheduling priority is than the service's (nice)
+SEARCH_NICENESS = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +71,26 @@ class NewMatch:
     seed: str | None = None
     first_dealer: int | None = None
     deals: list[list[str]] | None = None
+
+
+class WaitEnd(str, Enum):
+    """Why a wait for a turn ended."""
+
+    YOUR_TURN = "YOUR_TURN"
+    TIMED_OUT = "TIMED_OUT"
+    MATCH_OVER = "MATCH_OVER"
+    #: an invitation to a tournament waits for the caller's answer (a wait that asked for them)
+    INVITATION = "INVITATION"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnWait:
+    """A wait's end: why, and the match (the one where the caller must move; the match waited
+    on when it ended or the time ran out; None after a wait on all of the caller's matches
+    that timed out)."""
+
+    reason: WaitEnd
+    match: LiveMatch | None
 
 
 class RecentSnapshots:
@@ -89,6 +120,16 @@ class RecentSnapshots:
         self._by_id.pop(match_id, None)
 
 
+#: ``Match.abortReason`` of a match its creator cancelled
+CANCELLED = "cancelled by its creator"
+
+
+class _AlreadySeated(Exception):
+    def __init__(self, match: LiveMatch) -> None:
+        super().__init__(match.id)
+        self.match = match
+
+
 def _awaits(match: LiveMatch, caller: Caller) -> bool:
     """Whether the caller has a move to make in ``match`` now."""
     return match.seat_of(caller.bot_id) in match.awaiting()
@@ -97,7 +138,8 @@ def _awaits(match: LiveMatch, caller: Caller) -> bool:
 def full_record(match: LiveMatch, stored: bytes | None) -> dict[str, Any]:
     """A finished match's record as published (``GET /api/matches/{id}/record``, the archive):
     the engine's record (as stored with the match's last move, else made from its state) with
-    who sat where and the match's own facts."""
+    who sat where and the match's own facts, among them ``moveNotes`` beside the engine's
+    ``moves`` (whose entries the engine's format fixes), absent for a match from before."""
     record: dict[str, Any] = json.loads(stored) if stored else record_of(match.state).to_dict()
     record["matchId"] = match.id
     # the hash the match published at its start, from the live state, so that a replay
@@ -109,7 +151,20 @@ def full_record(match: LiveMatch, stored: bytes | None) -> dict[str, Any]:
     record["winners"] = None if outcome is None else list(outcome.winners)
     record["seats"] = [None if h is None else {"id": h.id, "name": h.name, "house": h.house} for h in match.seats]
     record["timeouts"] = match.timeouts
+    notes = move_notes(match)
+    if notes is not None and len(notes) == len(record["moves"]):
+        record["moveNotes"] = notes
     return record
+
+
+def move_notes(match: LiveMatch) -> list[dict[str, Any]] | None:
+    """Per move of the engine's record, in its order: ``byServer`` (the server made it for a
+    seat that did not move by its deadline) and ``thinkMs`` (from when the seat had to act to
+    its move). None for a match whose moves began before these were kept."""
+    if match.think_ms is None:
+        return None
+    fallbacks = set(match.fallbacks)
+    return [{"byServer": i in fallbacks, "thinkMs": think} for i, think in enumerate(match.think_ms)]
 
 
 class MatchService:
@@ -128,6 +183,8 @@ class MatchService:
         self.feed = feed
         self._on_change = on_change
         self._house_tasks: set[asyncio.Task[None]] = set()
+        #: the processes SEARCH house moves are made in, started with the first one
+        self._search_pool: ProcessPoolExecutor | None = None
         self._recent = RecentSnapshots(settings.snapshot_cache_size)
         self._closed = False
 
@@ -149,21 +206,28 @@ class MatchService:
 
     async def record(self, match_id: str) -> dict[str, Any]:
         """A finished match's full record (config, seed, every move, the result)."""
+        match = await self.published(match_id)
+        return full_record(match, await self.matches.record(match_id))
+
+    async def published(self, match_id: str) -> LiveMatch:
+        """A match whose play is public: finished, and not of a duplicate set still being
+        played (its record, its replay)."""
         stored = await self._load(match_id)
         if stored.match.status is not MatchStatus.FINISHED:
             raise MatchNotActive(
-                f"match {match_id} is {stored.match.status.value}; its record is published once it has finished"
+                f"match {match_id} is {stored.match.status.value}; its record and replay are published once it has finished"
             )
         if stored.match.sealed:
             raise MatchNotActive(
-                f"match {match_id} belongs to a duplicate set still being played (same deals); its record is "
+                f"match {match_id} belongs to a duplicate set still being played (same deals); its record and replay are "
                 "published when the whole set has finished"
             )
-        return full_record(stored.match, await self.matches.record(match_id))
+        return stored.match
 
     # ------------------------------------------------------------------ creating and seating
     async def create(self, caller: Caller, spec: NewMatch) -> LiveMatch:
         s = self.settings
+        await refuse_retired(self.bots, [caller.bot_id], "create matches")
         timeout = s.default_move_timeout_ms if spec.move_timeout_ms is None else spec.move_timeout_ms
         if isinstance(timeout, bool) or not isinstance(timeout, int) or not s.min_move_timeout_ms <= timeout <= s.max_move_timeout_ms:
             raise BadInput(
@@ -197,6 +261,7 @@ class MatchService:
                 f"(addHouseBot, joinMatch), or wait until the first is aborted for want of players",
                 retryAfterSeconds=max(0.001, round((full.until_ms - now_ms()) / 1000, 3)),
             ) from None
+        logs.match_id.set(match.id)
         log.info("match %s created by %s", match.id, caller.name)
         return match
 
@@ -217,10 +282,18 @@ class MatchService:
         match.sealed = sealed
         if not await self.matches.create(match, events, sealed):
             return None
+        # (apart from the creation: a process gone in between leaves these seats to their deadlines)
+        await self.matches.announce(match)
         self._start_house_turns(match)
         return match
 
     async def join(self, caller: Caller, match_id: str, seat: int | None) -> LiveMatch:
+        """Seat the caller. Idempotent: a bot already seated gets the match as it is (a join
+        sent again after a lost answer finds its seat), unless it asks for another seat."""
+        seated = await self._seated(caller, match_id, seat)
+        if seated is not None:
+            return seated
+        await refuse_retired(self.bots, [caller.bot_id], "join matches")
         if await self.bots.count_open_matches(caller.bot_id) >= self.settings.open_matches_per_bot:
             raise LimitExceeded(
                 f"you already sit in {self.settings.open_matches_per_bot} unfinished matches: finish some first"
@@ -229,11 +302,68 @@ class MatchService:
 
         def decide(match: LiveMatch) -> int:
             if match.seat_of(caller.bot_id) is not None:
-                raise BadInput(f"you already sit in seat {match.seat_of(caller.bot_id)} of match {match.id}")
+                raise _AlreadySeated(match)
             return self._free_seat(match, seat)
 
-        match = await self._seat(match_id, holder, decide)
+        try:
+            return await self._seat(match_id, holder, decide)
+        except _AlreadySeated as already:  # seated meanwhile, by a join of its own sent twice at once
+            return self._already_seated(already.match, caller, seat)
+
+    async def _seated(self, caller: Caller, match_id: str, seat: int | None) -> LiveMatch | None:
+        """The match, when the caller sits in it already (None: it does not)."""
+        match = (await self._load(match_id)).match
+        if match.seat_of(caller.bot_id) is None:
+            return None
+        return self._already_seated(match, caller, seat)
+
+    @staticmethod
+    def _already_seated(match: LiveMatch, caller: Caller, seat: int | None) -> LiveMatch:
+        mine = match.seat_of(caller.bot_id)
+        if seat is not None and seat != mine:
+            raise BadInput(
+                f"you already sit in seat {mine} of match {match.id}, not seat {seat}: to change seats, leaveMatch "
+                "first, then joinMatch with the seat you want (while the match is WAITING)"
+            )
         return match
+
+    async def leave(self, caller: Caller, match_id: str) -> LiveMatch:
+        """Free the caller's seat of a WAITING match. Idempotent: a bot without a seat there
+        gets the match as it is."""
+        for _ in range(COMMIT_ATTEMPTS):
+            match = (await self._load(match_id)).match
+            seat = match.seat_of(caller.bot_id)
+            if seat is None:
+                return match
+            if match.status is not MatchStatus.WAITING:
+                raise MatchNotActive(
+                    f"match {match.id} is {match.status.value}: a seat can only be left while the match is WAITING"
+                )
+            event = match.leave(seat)
+            if await self.matches.commit(match, event):
+                await self._committed(match, event)
+                return match
+        raise StaleVersion(f"match {match_id} is changing too fast; try again", currentVersion=match.version)
+
+    async def cancel(self, caller: Caller, match_id: str) -> LiveMatch:
+        """Abort a WAITING match: its creator only. Idempotent: cancelling a match its creator
+        cancelled already answers it as it is."""
+        for _ in range(COMMIT_ATTEMPTS):
+            match = (await self._load(match_id)).match
+            if caller.bot_id != match.settings.created_by:
+                raise Forbidden(f"only the creator of match {match.id} may cancel it")
+            if match.status is MatchStatus.ABORTED and match.abort_reason == CANCELLED:
+                return match
+            if match.status is not MatchStatus.WAITING:
+                raise MatchNotActive(
+                    f"match {match.id} is {match.status.value}: only a WAITING match can be cancelled (a started match "
+                    "is played to its end)"
+                )
+            event = match.abort(CANCELLED)
+            if await self.matches.commit(match, event):
+                await self._committed(match, event)
+                return match
+        raise StaleVersion(f"match {match_id} is changing too fast; try again", currentVersion=match.version)
 
     async def add_house_bot(self, caller: Caller, match_id: str, kind: str) -> LiveMatch:
         if kind not in HOUSE_BOTS:
@@ -276,7 +406,7 @@ class MatchService:
             if await self.matches.commit(match, event):
                 await self._committed(match, event)
                 return match
-        raise StaleVersion(f"match {match_id} is changing too fast; try again")
+        raise StaleVersion(f"match {match_id} is changing too fast; try again", currentVersion=match.version)
 
     # ------------------------------------------------------------------ moving
     async def submit_move(
@@ -287,13 +417,14 @@ class MatchService:
         The first attempt may start from the snapshot this process committed last for the
         match (a guess that saves a read): the compare-and-set refuses it if anything changed
         since, and any refusal it leads to is decided again on what Redis holds."""
+        logs.match_id.set(match_id)  # this request's log lines name the match
         if expected_version is not None and (isinstance(expected_version, bool) or not isinstance(expected_version, int)):
             raise BadInput(f"expectedVersion must be a whole number, not {expected_version!r}")
         if not isinstance(move, Move):
             move = Move.from_dict(move)
         guess = self._recent.get(match_id)
         for _ in range(COMMIT_ATTEMPTS):
-            if guess is not None and expected_version in (None, guess.version):
+            if guess is not None:
                 match, guessed = guess.copy(), True
             else:
                 match, guessed = (await self._load(match_id)).match, False
@@ -308,20 +439,26 @@ class MatchService:
                 self._recent.put(match)
                 await self._committed(match, event)
                 return match
+            # lost the race: decided again on what is stored, where expectedVersion is checked
+            # against what the seat can see (another seat's hidden bid does not make it stale)
             self._recent.pop(match_id)
-            if expected_version is not None:
-                raise StaleVersion(f"match {match_id} changed while your move was being applied: read it again")
-        raise StaleVersion(f"match {match_id} is changing too fast; try again")
+        raise StaleVersion(f"match {match_id} is changing too fast; try again", currentVersion=match.version)
 
     def _play(self, caller: Caller, match: LiveMatch, move: Move, expected_version: int | None) -> dict[str, Any]:
-        """Check the caller may make ``move`` now and make it on ``match``; the event."""
-        if expected_version is not None and match.version != expected_version:
-            raise StaleVersion(
-                f"match {match.id} is at version {match.version}, not {expected_version}: read it again and decide"
-            )
+        """Check the caller may make ``move`` now and make it on ``match``; the event.
+
+        ``expected_version`` is stale only when what the caller's seat sees changed after it
+        (:meth:`LiveMatch.stale_for`): under simultaneous bids the other seats' hidden bids
+        move the version, not the seat's view."""
         seat = match.seat_of(caller.bot_id)
         if seat is None:
             raise Forbidden(f"you have no seat in match {match.id}: join it first")
+        if expected_version is not None and match.stale_for(seat, expected_version):
+            raise StaleVersion(
+                f"match {match.id} is at version {match.version}, not {expected_version}, and what your seat sees "
+                f"changed since: read it again and decide",
+                currentVersion=match.version,
+            )
         if match.status is not MatchStatus.ACTIVE:
             raise MatchNotActive(self._not_active(match))
         return match.play(seat, match.state.action_of(seat, move), "bot", now_ms())
@@ -360,6 +497,7 @@ class MatchService:
 
     async def play_house_turns(self, match_id: str) -> None:
         """Make every house bot's move that is due, until a registered bot must act."""
+        logs.match_id.set(match_id)
         try:
             await self._act_for_seats(match_id, overdue_only=False)
         except Exception:  # a background task: log, the deadline sweeper will catch up
@@ -368,6 +506,7 @@ class MatchService:
     async def apply_overdue(self, match_id: str) -> int:
         """The deadline sweeper's job for one match: every seat past its deadline gets the
         fallback move (house seats their own policy). Returns the moves made."""
+        logs.match_id.set(match_id)  # the sweeper runs each match as a task of its own
         return await self._act_for_seats(match_id, overdue_only=True)
 
     async def due(self, limit: int) -> list[str]:
@@ -418,9 +557,14 @@ class MatchService:
             else:
                 return made
             view = match.state.view(seat)
-            rng = Random(f"{match_id}:{match.version}:{seat}")
+            seed = f"{match_id}:{match.version}:{seat}"
             kind = match.seats[seat].house if by == "house" else None  # type: ignore[union-attr]
-            move = HOUSE_BOTS[kind]().act(view, rng) if kind else fallback_move(view, rng)
+            if kind == "SEARCH":
+                move = await self._search_move(view, seed)
+                now = now_ms()
+            else:
+                rng = Random(seed)
+                move = HOUSE_BOTS[kind]().act(view, rng) if kind else fallback_move(view, rng)
             event = match.play(seat, match.state.action_of(seat, move), by, now)
             if await self.matches.commit(match, event, self._record_if_finished(match)):
                 made += 1
@@ -431,28 +575,69 @@ class MatchService:
                 match = None  # changed by someone else meanwhile: decide again on what is stored
         return made
 
+    async def _search_move(self, view: MatchView, seed: str) -> Move:
+        """A SEARCH house move, made in this service's search processes: a search thinks for
+        ``search_seconds`` of pure Python, which on the event loop (or in a thread, holding
+        the GIL) would hold up every other match's moves, waits and deadlines."""
+        if self._search_pool is None:
+            # spawned, not forked (nothing of this process's sockets or loop is inherited), and
+            # niced: the deadlines and requests of this host come before a house bot's thinking
+            self._search_pool = ProcessPoolExecutor(
+                self.settings.search_processes, mp_context=multiprocessing.get_context("spawn"),
+                initializer=os.nice, initargs=(SEARCH_NICENESS,),
+            )
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._search_pool, house_move, view, seed, self.settings.search_seconds)
+
     # ------------------------------------------------------------------ waiting
     async def await_turn(self, caller: Caller, match_id: str | None, timeout_ms: int | None) -> LiveMatch | None:
         """The first match (``match_id``, or any of the caller's) where the caller must move,
-        as soon as there is one; None after ``timeout_ms``."""
+        as soon as there is one; None after ``timeout_ms`` (or once ``match_id`` is over)."""
+        wait = await self.next_turn(caller, match_id, timeout_ms)
+        return wait.match if wait.reason is WaitEnd.YOUR_TURN else None
+
+    async def next_turn(self, caller: Caller, match_id: str | None, timeout_ms: int | None) -> TurnWait:
+        """As :meth:`await_turn`, saying why the wait ended: the caller's turn, the time ran
+        out, or the match waited on is over (FINISHED or ABORTED)."""
+        end = time.monotonic() + self.wait_seconds(timeout_ms)
+        async with aclosing(self._turns(caller, match_id, end)) as turns:  # its wait ends here, not when collected
+            async for wait in turns:
+                if isinstance(wait, TurnWait):  # (no notices are followed here)
+                    return wait
+        raise AssertionError("a wait with an end always says how it ended")  # pragma: no cover
+
+    def wait_seconds(self, timeout_ms: int | None) -> float:
+        """How long a wait for a turn lasts at most: ``timeoutMs`` (checked), bounded by the
+        server's ``await_turn_max_ms`` (which is also the default)."""
         limit = self.settings.await_turn_max_ms
         if timeout_ms is None:
             timeout_ms = limit
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0:
             raise BadInput(f"timeoutMs must be a whole number of milliseconds >= 0, not {timeout_ms!r}")
-        end = time.monotonic() + min(timeout_ms, limit) / 1000
-        async with aclosing(self._turns(caller, match_id, end)) as turns:  # its wait ends here, not when collected
-            async for match in turns:
-                return match
-        return None
+        return min(timeout_ms, limit) / 1000
 
     async def my_turns(self, caller: Caller) -> AsyncIterator[LiveMatch]:
         """Each match where the caller now has to move, once per version; runs until closed."""
-        async for match in self._turns(caller, None, None):
-            yield match
+        async for wait in self._turns(caller, None, None):
+            if isinstance(wait, TurnWait) and wait.match is not None:  # (no notices are followed here)
+                yield wait.match
 
-    async def _turns(self, caller: Caller, match_id: str | None, end: float | None) -> AsyncGenerator[LiveMatch, None]:
-        """Matches where the caller must move, each version at most once, until ``end``.
+    async def turns_and_notices(self, caller: Caller, channel: bytes) -> AsyncIterator[LiveMatch | Notice]:
+        """:meth:`my_turns`, and on the same wait, each message on the caller's ``channel``
+        as a :class:`Notice`: first a Notice(None) once the channel is followed (read what it
+        names now), again after the feed lost messages; runs until closed."""
+        async for item in self._turns(caller, None, None, channel):
+            if isinstance(item, Notice):
+                yield item
+            elif item.match is not None:
+                yield item.match
+
+    async def _turns(
+        self, caller: Caller, match_id: str | None, end: float | None, notices: bytes | None = None
+    ) -> AsyncGenerator[TurnWait | Notice, None]:
+        """Matches where the caller must move, each version at most once, until ``end``; then
+        (TIMED_OUT), or once the match ``match_id`` is over (MATCH_OVER), how the wait ended
+        (and with ``notices``, the messages on that channel of the caller's).
 
         The matches are followed through the process's feed (:mod:`service.store.feed`), which
         keeps each followed match current by applying its events once for all the process's
@@ -462,6 +647,9 @@ class MatchService:
             followed: dict[str, LiveMatch] = {}
             to_read: set[str] = set()
             changed: list[str] = []
+            if notices is not None:
+                await watch.follow(notices)  # then read: nothing told later is missed
+                yield Notice(caller.bot_id, None)
             if match_id is None:
                 await watch.follow(bot_channel(caller.bot_id))  # then read: no seat taken later is missed
                 to_read.update(await self.bots.open_matches(caller.bot_id))
@@ -486,15 +674,18 @@ class MatchService:
                     match = followed[changed_id]
                     if _awaits(match, caller) and yielded.get(changed_id) != match.version:
                         yielded[changed_id] = match.version
-                        yield match
+                        yield TurnWait(WaitEnd.YOUR_TURN, match)
                     if match.ended:
                         if match_id is not None:
+                            yield TurnWait(WaitEnd.MATCH_OVER, match)
                             return
                         del followed[changed_id]
                         watch.unfollow(match_channel(changed_id))
                 changed.clear()
                 remaining = WAIT_SLICE_S if end is None else end - time.monotonic()
-                if remaining <= 0:
+                if remaining <= 0 or (end is not None and self.feed.draining):
+                    # a long poll's timeout, or this process stopping (null, ask again)
+                    yield TurnWait(WaitEnd.TIMED_OUT, None if match_id is None else followed.get(match_id))
                     return
                 for item in await watch.next(min(remaining, WAIT_SLICE_S)):
                     if item is RESYNC:  # the feed lost messages: read everything again
@@ -502,6 +693,10 @@ class MatchService:
                         to_read.update(followed)
                         if match_id is None:
                             to_read.update(await self.bots.open_matches(caller.bot_id))
+                        if notices is not None:
+                            yield Notice(caller.bot_id, None)
+                    elif isinstance(item, Notice):
+                        yield item
                     elif isinstance(item, Seated):
                         to_read.add(item.match_id)
                     elif isinstance(item, MatchEvent) and item.match_id in followed:
@@ -560,3 +755,6 @@ class MatchService:
         for task in list(self._house_tasks):
             task.cancel()
         await asyncio.gather(*self._house_tasks, return_exceptions=True)
+        if self._search_pool is not None:
+            self._search_pool.shutdown(wait=False, cancel_futures=True)
+            self._search_pool = None

@@ -10,11 +10,15 @@ from enum import Enum
 from typing import Any
 
 from ranking.ratings import INITIAL_RATING, elo_update, fit_scores
-from service.model.live_match import LiveMatch, MatchStatus, SeatHolder
+from service.errors import BadInput
+from service.model.live_match import HouseBotKind, LiveMatch, MatchStatus, SeatHolder
 from service.store.ratings import RatingStore
+from wizard import Ruleset
 
 #: how often a rating change is computed again when another match's change got in first
 APPLY_ATTEMPTS = 20
+#: the deepest a leaderboard is read (its ``offset``)
+MAX_LEADERBOARD_OFFSET = 1_000_000
 
 
 class RatingMethod(str, Enum):
@@ -31,16 +35,33 @@ def rated_as(holder: SeatHolder) -> str:
     return f"house-{holder.house.lower()}" if holder.house else holder.id
 
 
+def house_kind_of(identity: str) -> str | None:
+    """The house bot kind a rating's identity stands for (``rated_as``), or None: a registered bot."""
+    for kind in HouseBotKind:
+        if identity == f"house-{kind.value.lower()}":
+            return kind.value
+    return None
+
+
 class RatingService:
     def __init__(self, ratings: RatingStore) -> None:
         self.ratings = ratings
 
     async def leaderboard(self, ruleset: str, method: RatingMethod, first: int, offset: int) -> list[dict[str, Any]]:
+        """``first`` bots by rating from ``offset`` (0: the top), each with its rank, id,
+        name, rating and games; BAD_INPUT for an offset out of range."""
+        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= MAX_LEADERBOARD_OFFSET:
+            raise BadInput(f"offset must be from 0 to {MAX_LEADERBOARD_OFFSET}, not {offset!r}")
         return await self.ratings.leaderboard(ruleset, method.value, first, offset)
 
     async def current(self, bot_ids: Sequence[str]) -> list[list[dict[str, Any]]]:
         """Each bot's rating per ruleset, for many bots in one round trip."""
         return await self.ratings.current(bot_ids)
+
+    async def fitted(self, bot_id: str) -> list[dict[str, Any]]:
+        """The bot's FITTED rating per ruleset (``ruleset``, ``rating``, ``games``): those
+        rulesets whose latest refit rated it."""
+        return await self.ratings.fitted(bot_id, [r.value for r in Ruleset])
 
     async def histories(self, wanted: Sequence[tuple[str, str, int]]) -> list[list[dict[str, Any]]]:
         """For each (bot, ruleset, last): its latest ``last`` rating points, oldest first."""

@@ -10,18 +10,22 @@ it into work (``worker.clock``)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import cached_property
 
 from redis.asyncio import BlockingConnectionPool, Redis
 
 from service.domain.bots import BotService
+from service.domain.invitations import InvitationService
 from service.domain.listings import Listings
 from service.domain.matches import MatchService
 from service.domain.ratings import RatingService
 from service.domain.settlement import Settlement
 from service.domain.tournaments import TournamentService
+from service.domain.webhooks import WebhookService
 from service.metrics import Metrics
+from service.outage import Outages
 from service.settings import Settings
 from service.store.archive import Archive
 from service.store.bots import BotStore
@@ -30,6 +34,7 @@ from service.store.matches import MatchStore
 from service.store.ratings import RatingStore
 from service.store.script_line import ScriptLine
 from service.store.tournaments import TournamentStore
+from service.store.webhooks import WebhookStore
 
 #: longest a request waits for a free pooled Redis connection
 POOL_WAIT_SECONDS = 10.0
@@ -51,6 +56,8 @@ class Services:
     settlement: Settlement
     #: the archive of finished matches and tournaments (None: no DATABASE_URL)
     archive: Archive | None = None
+    #: the outages of Redis and of the archive this process's requests met (logged once each)
+    outages: Outages | None = None
 
     @classmethod
     def open(cls, settings: Settings, metrics: Metrics | None = None, role: str = "api") -> Services:
@@ -80,15 +87,31 @@ class Services:
             TournamentStore(redis, archive, settings.archive_grace_seconds), matches, ratings, settings
         )
         settlement = Settlement(matches.matches, tournaments, ratings, archive)
-        return cls(settings, redis, scripts, BotService(bot_store, settings), matches, metrics, tournaments,
-                   ratings, settlement, archive)
+        probes: dict[str, Callable[[], Awaitable[object]]] = {"Redis": redis.ping}
+        if archive is not None:
+            probes["the archive"] = archive.ping
+        return cls(settings, redis, scripts, BotService(bot_store, settings, feed), matches, metrics, tournaments,
+                   ratings, settlement, archive, Outages(probes))
 
     @cached_property
     def listings(self) -> Listings:
         """Matches and tournaments, live and archived, in one list; bots' statistics."""
         return Listings(self.redis, self.matches.matches, self.tournaments.store, self.archive)
 
+    @cached_property
+    def webhooks(self) -> WebhookService:
+        """Bots' webhooks: set, removed, their health (the calls are the workers')."""
+        return WebhookService(WebhookStore(self.redis), self.settings)
+
+    @cached_property
+    def invitations(self) -> InvitationService:
+        """A bot's invitations to tournaments: listed, streamed, its policy."""
+        return InvitationService(self.tournaments, self.matches)
+
     async def close(self) -> None:
+        if self.outages is not None:
+            await self.outages.close()
+        await self.bots.close()
         await self.matches.close()
         await self.matches.feed.close()
         await self.scripts.close()

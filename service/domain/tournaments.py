@@ -21,7 +21,19 @@ from dataclasses import dataclass, field
 from ranking.pairing import placement_points, round_robin_round, swiss_round
 from service.domain.matches import Caller, MatchService
 from service.domain.ratings import RatingService
-from service.errors import BadInput, Forbidden, LimitExceeded, MatchNotActive, NotFound
+from service.domain.retirement import refuse_retired
+from service.errors import (
+    BadInput,
+    Forbidden,
+    InvitationAnswered,
+    LimitExceeded,
+    NotFound,
+    TournamentBusy,
+    TournamentCannotRun,
+    TournamentNotOpen,
+    TournamentOver,
+)
+from service.model.invitation import DECLINED_BY_POLICY, Invitation, InvitationPolicy, InvitationStatus
 from service.model.live_match import LiveMatch, MatchSettings, MatchStatus
 from service.model.tournament import (
     MAX_ENTRANTS,
@@ -42,6 +54,9 @@ from wizard import HOUSE_BOTS, MatchConfig
 
 log = logging.getLogger("wizard_arena.tournaments")
 
+#: the longest reason a bot may give for declining, or a creator for cancelling
+MAX_REASON = 200
+
 
 @dataclass(slots=True)
 class NewTournament:
@@ -60,6 +75,20 @@ class NewTournament:
     duplicate: bool = False
     bots: list[str] = field(default_factory=list)
     house_bots: list[str] = field(default_factory=list)
+
+
+def _refuse_if_too_few_at_once(entrants: list[Entrant], invitations: list[Invitation]) -> None:
+    """A tournament that starts at once can never run with fewer than 2 entrants entered at
+    creation: invited bots need time to accept, other bots time to join. (A later start
+    leaves that time, so it is never refused: any bot may join until then.)"""
+    if len(entrants) >= 2:
+        return
+    waiting = sum(1 for i in invitations if i.status is InvitationStatus.PENDING)
+    raise TournamentCannotRun(
+        f"a tournament starting now has only the entrants entered at creation ({len(entrants)}), and it needs "
+        f"at least 2; {waiting} invited bots have not accepted yet (a bot enters only by accepting, or by its "
+        "ACCEPT_ALL policy): give them time with a later startsAt, or add houseBots"
+    )
 
 
 def _result(match: LiveMatch, entrants: list[int | None]) -> TableResult:
@@ -84,6 +113,7 @@ class TournamentService:
     # ------------------------------------------------------------------ API
     async def create(self, caller: Caller, spec: NewTournament) -> Tournament:
         s = self.settings
+        await refuse_retired(self.bots, [caller.bot_id, *spec.bots], "create or enter tournaments")
         fmt = spec.format
         name = spec.name
         if not isinstance(name, str) or not name.strip() or len(name) > 80:
@@ -106,19 +136,16 @@ class TournamentService:
             raise BadInput("startsAt is more than a year ahead: schedule it nearer the time")
         if len(spec.bots) + len(spec.house_bots) > MAX_ENTRANTS:
             raise LimitExceeded(f"a tournament takes at most {MAX_ENTRANTS} entrants")
-        entrants: list[Entrant] = []
-        if spec.bots:
-            found = await self.bots.get_many(spec.bots)
-            for bot_id in dict.fromkeys(spec.bots):
-                if bot_id not in found:
-                    raise NotFound(f"no bot with id {bot_id!r}")
-                entrants.append(Entrant(bot_id, found[bot_id]["name"]))
+        tid = secrets.token_hex(6)
+        entrants, invitations = await self._invite(caller, tid, spec.bots)
         for n, kind in enumerate(spec.house_bots):
             if kind not in HOUSE_BOTS:
                 raise BadInput(f"house bot kinds are {', '.join(HOUSE_BOTS)}, not {kind!r}")
             entrants.append(Entrant(f"house-{kind.lower()}-{n}", f"House {kind.title()} {n}", kind))
+        if spec.starts_at_ms is None or starts <= now_ms():
+            _refuse_if_too_few_at_once(entrants, invitations)
         t = Tournament(
-            secrets.token_hex(6),
+            tid,
             TournamentSpec(
                 name.strip(), spec.ruleset, sorted(spec.variants), spec.players_per_match, fmt,
                 rounds if fmt is not TournamentFormat.ARENA else None,
@@ -129,8 +156,35 @@ class TournamentService:
             entrants,
             created_ms=now_ms(),
         )
-        await self.store.save_new(t)
+        await self.store.save_new(t, invitations)
         return t
+
+    async def _invite(self, caller: Caller, tid: str, bot_ids: list[str]) -> tuple[list[Entrant], list[Invitation]]:
+        """The entrants and invitations of the bots named at creation: the creator naming
+        itself enters at once (its own act); every other bot is invited, and its standing
+        policy answers at once unless it is ASK."""
+        entrants: list[Entrant] = []
+        invitations: list[Invitation] = []
+        if not bot_ids:
+            return entrants, invitations
+        found = await self.bots.get_many(bot_ids)
+        policies = await self.bots.invitation_policies(b for b in found if b != caller.bot_id)
+        at = now_ms()
+        for bot_id in dict.fromkeys(bot_ids):
+            if bot_id not in found:
+                raise NotFound(f"no bot with id {bot_id!r}")
+            entrant = Entrant(bot_id, found[bot_id]["name"])
+            if bot_id == caller.bot_id:
+                entrants.append(entrant)
+                continue
+            invitation = Invitation(tid, bot_id, InvitationStatus.PENDING, caller.bot_id, caller.name, at)
+            if policies[bot_id] is InvitationPolicy.ACCEPT_ALL:
+                invitation = invitation.answered(InvitationStatus.ACCEPTED, at)
+                entrants.append(entrant)
+            elif policies[bot_id] is InvitationPolicy.DECLINE_ALL:
+                invitation = invitation.answered(InvitationStatus.DECLINED, at, DECLINED_BY_POLICY)
+            invitations.append(invitation)
+        return entrants, invitations
 
     async def get(self, tid: str) -> Tournament:
         t = await self.store.load(tid) if isinstance(tid, str) and len(tid) <= 64 else None
@@ -144,21 +198,82 @@ class TournamentService:
         return [s.match for s in stored if s is not None]
 
     async def join(self, caller: Caller, tid: str) -> Tournament:
+        """Enter the caller (its own act), until the start; again changes nothing. A bot
+        invited to the tournament accepts its invitation by joining, whatever it answered."""
+        await refuse_retired(self.bots, [caller.bot_id], "enter tournaments")
+        t, _ = await self._answer(caller, tid, InvitationStatus.ACCEPTED, None, by_join=True)
+        return t
+
+    async def accept_invitation(self, caller: Caller, invitation_id: str) -> tuple[Invitation, Tournament]:
+        """The caller accepts its invitation and is entered; again changes nothing."""
+        await refuse_retired(self.bots, [caller.bot_id], "enter tournaments")
+        t, invitation = await self._answer(caller, self._invited_to(caller, invitation_id), InvitationStatus.ACCEPTED,
+                                           None, by_join=False)
+        assert invitation is not None
+        return invitation, t
+
+    async def decline_invitation(
+        self, caller: Caller, invitation_id: str, reason: str | None
+    ) -> tuple[Invitation, Tournament]:
+        """The caller declines its invitation (a reason given is kept on the invitation);
+        again changes nothing."""
+        if reason is not None and len(reason) > MAX_REASON:
+            raise BadInput(f"a reason is at most {MAX_REASON} characters")
+        t, invitation = await self._answer(caller, self._invited_to(caller, invitation_id), InvitationStatus.DECLINED,
+                                           reason or None, by_join=False)
+        assert invitation is not None
+        return invitation, t
+
+    @staticmethod
+    def _invited_to(caller: Caller, invitation_id: str) -> str:
+        """The tournament of the caller's invitation ``invitation_id``."""
+        parsed = Invitation.parse_id(invitation_id) if isinstance(invitation_id, str) else None
+        if parsed is None or parsed[1] != caller.bot_id:
+            raise NotFound(f"you have no invitation {invitation_id!r}: the ids are in the invitations query")
+        return parsed[0]
+
+    async def _answer(
+        self, caller: Caller, tid: str, answer: InvitationStatus, reason: str | None, by_join: bool
+    ) -> tuple[Tournament, Invitation | None]:
+        """Enter the caller (``answer`` ACCEPTED) or not (DECLINED), and answer its invitation
+        with it, in one step that fails if the tournament started meanwhile. The same answer
+        twice is one answer; the opposite one (unless by joining) is refused."""
         for _ in range(20):
             t = await self.get(tid)
-            if t.status is not TournamentStatus.SCHEDULED:
-                raise MatchNotActive(f"tournament {tid} is {t.status.value}: entrants may join only before it starts")
-            if any(e.id == caller.bot_id for e in t.entrants):
-                return t
-            if len(t.entrants) >= MAX_ENTRANTS:
+            read = await self.store.invitation(tid, caller.bot_id)
+            if read is None and not by_join:
+                raise NotFound(f"you have no invitation to tournament {tid}")
+            entered = any(e.id == caller.bot_id for e in t.entrants)
+            seen = None if read is None else read.seen(t.open_to_entrants)
+            if seen is not None and seen.status is answer and (entered or answer is InvitationStatus.DECLINED):
+                return t, seen
+            if read is None and entered:
+                return t, None
+            if seen is not None and not by_join and seen.status in (InvitationStatus.ACCEPTED, InvitationStatus.DECLINED):
+                raise InvitationAnswered(
+                    f"you have {seen.status.value.lower()} the invitation to tournament {tid}: an answer is final"
+                    + (" (joinTournament enters you until the start)" if t.open_to_entrants else "")
+                )
+            if not t.open_to_entrants:
+                raise TournamentNotOpen(
+                    f"tournament {tid} is {t.status.value}: bots enter only before it starts"
+                    + ("" if seen is None else f"; your invitation {seen.status.value}")
+                )
+            if answer is InvitationStatus.ACCEPTED and not entered and len(t.entrants) >= MAX_ENTRANTS:
                 raise LimitExceeded(f"tournament {tid} is full: it takes at most {MAX_ENTRANTS} entrants")
-            entrants = [*t.entrants, Entrant(caller.bot_id, caller.name)]
-            if await self.store.set_entrants(tid, t.entrants, entrants):
+            entrants = t.entrants
+            if answer is InvitationStatus.ACCEPTED and not entered:
+                entrants = [*t.entrants, Entrant(caller.bot_id, caller.name)]
+            new = None if read is None else read.answered(answer, now_ms(), reason)
+            if await self.store.set_entrants(tid, t.entrants, entrants, None if new is None else (read, new)):
                 t.entrants = entrants
-                return t
-        raise MatchNotActive(f"tournament {tid} is busy with joins; try again")
+                return t, new
+        raise TournamentBusy(f"tournament {tid} is busy with entrants coming in: try again")
 
-    async def cancel(self, caller: Caller, tid: str) -> Tournament:
+    async def cancel(self, caller: Caller, tid: str, reason: str | None = None) -> Tournament:
+        """Cancel the tournament (its creator only), with the creator's reason if it gives one."""
+        if reason is not None and len(reason) > MAX_REASON:
+            raise BadInput(f"a reason is at most {MAX_REASON} characters")
         t = await self.get(tid)
         if t.spec.created_by != caller.bot_id:
             raise Forbidden("only the tournament's creator may cancel it")
@@ -173,8 +288,11 @@ class TournamentService:
             await asyncio.sleep(0.05)
         try:
             t = await self.get(tid)
-            if t.status.over or not await self.store.move_status(tid, t.status, TournamentStatus.CANCELLED, "finished"):
-                raise MatchNotActive(f"tournament {tid} is {t.status.value}: it can no longer be cancelled")
+            why = f"cancelled by its creator ({caller.name})" + (f": {reason}" if reason else "")
+            if t.status.over or not await self.store.move_status(
+                tid, t.status, TournamentStatus.CANCELLED, "finished", reason=why
+            ):
+                raise TournamentOver(f"tournament {tid} is {t.status.value}: it can no longer be cancelled")
             await self.settle_cut_short(t)
         finally:
             if token is not None:
@@ -208,8 +326,10 @@ class TournamentService:
             if now < t.spec.starts_at_ms:
                 return
             if len(t.entrants) < 2:
-                await self.store.move_status(tid, TournamentStatus.SCHEDULED, TournamentStatus.CANCELLED, "finished")
-                log.info("tournament %s cancelled: fewer than 2 entrants", tid)
+                why = await self._too_few_at_the_start(t)
+                await self.store.move_status(tid, TournamentStatus.SCHEDULED, TournamentStatus.CANCELLED, "finished",
+                                             reason=why)
+                log.info("tournament %s %s", tid, why)
                 return
             await self.store.move_status(tid, TournamentStatus.SCHEDULED, TournamentStatus.RUNNING, "started")
             t = await self.store.load(tid)
@@ -221,6 +341,15 @@ class TournamentService:
             await self._arena(t, busy, now)
         else:
             await self._rounds(t, busy)
+
+    async def _too_few_at_the_start(self, t: Tournament) -> str:
+        invitations = await self.store.invitations(t.id)
+        unanswered = sum(1 for i in invitations if i.status is InvitationStatus.PENDING)
+        declined = sum(1 for i in invitations if i.status is InvitationStatus.DECLINED)
+        return (
+            f"cancelled at the start: it needs at least 2 entrants and had {len(t.entrants)}"
+            f" ({unanswered} invitations not accepted by the start, {declined} declined)"
+        )
 
     async def _settle_tables(self, t: Tournament) -> set[int]:
         """Carry each table forward (next duplicate turn, results once all its matches end);

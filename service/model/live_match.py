@@ -9,11 +9,19 @@ therefore also the match's replay log.
 
 Events:
 - ``{"t": "join", "seat": s, "bot": {"id", "name", "house"}, "dl": ms|None}``
-- ``{"t": "move", "seat": s, "a": action, "by": "bot"|"house"|"timeout", "dl": ms|None}``
+- ``{"t": "move", "seat": s, "a": action, "by": "bot"|"house"|"timeout", "dl": ms|None,
+  "th": ms}`` (``th``: the mover's think time, from when it had to act; absent in events
+  written before it was kept)
+- ``{"t": "leave", "seat": s, "bot": id}`` (a bot gives its seat of a WAITING match back)
 - ``{"t": "abort", "why": text}``
 
 ``dl`` is the deadline after the event (milliseconds since the epoch), fixed by the writer,
 so every follower shows the same one.
+
+Besides the engine's state a live match keeps, per seat, ``seen``: the version after the
+latest event that changed what the seat sees (the engine's
+:meth:`~wizard.MatchState.saw_last_move`), so that ``expectedVersion`` refuses a move only
+when its seat's view has changed since the version it read (:meth:`LiveMatch.stale_for`).
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ class HouseBotKind(str, Enum):
 
     RANDOM = "RANDOM"
     HEURISTIC = "HEURISTIC"
+    SEARCH = "SEARCH"
 
 
 if {k.value for k in HouseBotKind} != set(HOUSE_BOTS):  # one list of kinds: the engine's
@@ -139,16 +148,28 @@ class LiveMatch:
     sealed: bool = False
     #: the id of the match's latest event in Redis, as last read or written (not stored)
     event_id: bytes | None = None
+    #: by seat, the version after the latest event that changed what the seat sees
+    seen: list[int] = field(default_factory=list)
+    #: each move's think time in ms (the engine's moves, in order), None for a match whose
+    #: moves began before think times were kept
+    think_ms: list[int] | None = field(default_factory=list)
+    #: the indexes (among the engine's moves) of the moves the server made for a seat that
+    #: did not move in time
+    fallbacks: list[int] = field(default_factory=list)
+    #: why the match was aborted (None: it was not)
+    abort_reason: str | None = None
 
     @classmethod
     def new(cls, match_id: str, settings: MatchSettings, state: MatchState) -> LiveMatch:
         n = settings.config.players
-        return cls(match_id, settings, state, seats=[None] * n, timeouts=[0] * n)
+        return cls(match_id, settings, state, seats=[None] * n, timeouts=[0] * n, seen=[1] * n)
 
     def copy(self) -> LiveMatch:
         return LiveMatch(
             self.id, self.settings, self.state.copy(), self.version, self.status,
             list(self.seats), list(self.timeouts), self.deadline_ms, self.sealed, self.event_id,
+            list(self.seen), None if self.think_ms is None else list(self.think_ms), list(self.fallbacks),
+            self.abort_reason,
         )
 
     # ------------------------------------------------------------------ reading
@@ -179,6 +200,12 @@ class LiveMatch:
         """Seats that have a move to make now (none unless the match is under way)."""
         return self.state.awaiting() if self.status is MatchStatus.ACTIVE else ()
 
+    def stale_for(self, seat: int, version: int) -> bool:
+        """Whether a move by ``seat`` decided on the match at ``version`` is stale: something
+        the seat sees changed after that version (a version the match has not reached is
+        stale too). Another seat's hidden bid, or the seats still to bid, change nothing."""
+        return not self.seen[seat] <= version <= self.version
+
     @property
     def due_ms(self) -> int | None:
         """When the deadline sweeper must next look at the match: the deadline of the seats
@@ -201,6 +228,25 @@ class LiveMatch:
             return self.state.view(None)
         return self.state.view(seat)
 
+    def calls_due(self, event: dict[str, Any] | None) -> list[tuple[int, str, str]]:
+        """What the registered seats' bots are to be told after ``event`` (None: the match was
+        created with every seat taken), as ``(seat, bot id, kind)``: ``start`` when the match
+        started with it, ``end`` when it ended with it, ``turn`` for each seat that must act
+        on something it has not seen (its view changed with this version: under simultaneous
+        bids, another seat's hidden bid makes no new turn). The webhook dispatcher makes these
+        calls, each once, for the bots that have a webhook."""
+        registered = [(seat, h.id) for seat, h in enumerate(self.seats) if h is not None and h.house is None]
+        if not registered:
+            return []
+        if self.ended:
+            return [(seat, bot, "end") for seat, bot in registered]
+        calls = []
+        if self.status is MatchStatus.ACTIVE and (event is None or event["t"] == "join"):
+            calls = [(seat, bot, "start") for seat, bot in registered]
+        awaiting = self.awaiting()
+        calls += [(seat, bot, "turn") for seat, bot in registered if seat in awaiting and self.seen[seat] == self.version]
+        return calls
+
     # ------------------------------------------------------------------ events
     def join(self, seat: int, holder: SeatHolder, now_ms: int) -> dict[str, Any]:
         """Seat ``holder``; the match starts (and its first deadline runs) with the last seat."""
@@ -216,9 +262,19 @@ class LiveMatch:
         when it leads the next trick); only while simultaneous bids are being collected (the
         awaited seats a strict subset of those before) does it stay where it was."""
         before = self.awaiting()
-        event: dict[str, Any] = {"t": "move", "seat": seat, "a": action, "by": by, "dl": self.deadline_ms}
+        started = None if self.deadline_ms is None else self.deadline_ms - self.settings.move_timeout_ms
+        think = 0 if started is None else max(0, now_ms - started)
+        event: dict[str, Any] = {"t": "move", "seat": seat, "a": action, "by": by, "dl": self.deadline_ms, "th": think}
         self.apply_event(event)
         self._restart_deadline(event, before, now_ms)
+        return event
+
+    def leave(self, seat: int) -> dict[str, Any]:
+        """The bot in ``seat`` of a WAITING match gives the seat back."""
+        holder = self.seats[seat]
+        assert holder is not None and self.status is MatchStatus.WAITING
+        event: dict[str, Any] = {"t": "leave", "seat": seat, "bot": holder.id, "dl": None}
+        self.apply_event(event)
         return event
 
     def abort(self, why: str) -> dict[str, Any]:
@@ -240,23 +296,38 @@ class LiveMatch:
         """Apply one event: the single place where a live match changes. Writers go through
         :meth:`join`, :meth:`play` and :meth:`abort`, which also fix the event's deadline."""
         kind = event["t"]
-        if kind == "join":
-            self.seats[event["seat"]] = SeatHolder.from_dict(event["bot"])
-            if not self.free_seats():
-                self.status = MatchStatus.ACTIVE
-        elif kind == "move":
+        version = self.version + 1
+        if kind == "move":
             seat = event["seat"]
             self.state.apply_action(seat, event["a"])
             if event["by"] == "timeout":
                 self.timeouts[seat] += 1
+                self.fallbacks.append(self.state.moves_made - 1)
+            if self.think_ms is not None:
+                think = event.get("th")
+                if think is None:  # written before think times were kept: none for this match
+                    self.think_ms = None
+                else:
+                    self.think_ms.append(think)
             if self.state.is_finished:
                 self.status = MatchStatus.FINISHED
-        elif kind == "abort":
-            self.status = MatchStatus.ABORTED
-        else:  # pragma: no cover - a newer writer's event; refuse rather than diverge
-            raise ValueError(f"unknown match event {kind!r}")
+            unseen = self.state.last_move_unseen_by()
+            self.seen = [v if s in unseen else version for s, v in enumerate(self.seen)]
+        else:
+            if kind == "join":
+                self.seats[event["seat"]] = SeatHolder.from_dict(event["bot"])
+                if not self.free_seats():
+                    self.status = MatchStatus.ACTIVE
+            elif kind == "leave":
+                self.seats[event["seat"]] = None
+            elif kind == "abort":
+                self.status = MatchStatus.ABORTED
+                self.abort_reason = event.get("why")
+            else:  # pragma: no cover - a newer writer's event; refuse rather than diverge
+                raise ValueError(f"unknown match event {kind!r}")
+            self.seen = [version] * len(self.seen)  # seats and status: everyone sees them
         self.deadline_ms = event.get("dl")
-        self.version += 1
+        self.version = version
 
     # ------------------------------------------------------------------ storage form
     def live_json(self) -> bytes:
@@ -267,6 +338,10 @@ class LiveMatch:
                 "seats": [None if h is None else h.to_dict() for h in self.seats],
                 "timeouts": self.timeouts,
                 "deadline": self.deadline_ms,
+                "seen": self.seen,
+                "think": self.think_ms,
+                "fallbacks": self.fallbacks,
+                **({} if self.abort_reason is None else {"why": self.abort_reason}),
             }
         )
 
@@ -277,6 +352,9 @@ class LiveMatch:
         state = state_from_bytes(state_bytes)
         settings = MatchSettings.from_json(settings_json, state.config)
         live = orjson.loads(live_json)
+        seats = len(live["seats"])
+        # stored before these were kept: every seat counts as having seen every version so
+        # far (expectedVersion as strict as it was), and the think times are unknown
         return cls(
             match_id,
             settings,
@@ -286,6 +364,10 @@ class LiveMatch:
             seats=[None if h is None else SeatHolder.from_dict(h) for h in live["seats"]],
             timeouts=list(live["timeouts"]),
             deadline_ms=live["deadline"],
+            seen=live.get("seen") or [version] * seats,
+            think_ms=live.get("think", None if state.moves_made else []),
+            fallbacks=live.get("fallbacks", []),
+            abort_reason=live.get("why"),
         )
 
 

@@ -158,6 +158,13 @@ class Tournament:
     results: dict[str, TableResult] = field(default_factory=dict)
     #: when it was created (None: a tournament stored before this was kept)
     created_ms: int | None = None
+    #: why it was cancelled (None unless CANCELLED; a tournament cancelled before reasons were kept)
+    cancelled_reason: str | None = None
+
+    @property
+    def open_to_entrants(self) -> bool:
+        """Bots may still enter (join, accept an invitation): it has not started or ended."""
+        return self.status is TournamentStatus.SCHEDULED
 
     def holder(self, entrant: int | None) -> SeatHolder:
         if entrant is None:
@@ -172,8 +179,19 @@ class Tournament:
 
     def all_match_ids(self) -> list[str]:
         """Every match of the tournament so far, oldest table first."""
-        ordered = sorted(self.tables, key=lambda t: self.tables[t].created_ms)
-        return [m for table_id in ordered for m in self.match_ids(table_id)]
+        return [m for _, match_ids in self.rounds() for m in match_ids]
+
+    def rounds(self) -> list[tuple[int | None, list[str]]]:
+        """The tournament's matches so far by round, oldest table first: (the round, its
+        matches' ids); an ARENA's tables, which have no rounds, are one run under None."""
+        ordered = sorted(self.tables, key=lambda t: (self.tables[t].created_ms, t))
+        grouped: list[tuple[int | None, list[str]]] = []
+        for table_id in ordered:
+            round_number = self.tables[table_id].round
+            if not grouped or grouped[-1][0] != round_number:
+                grouped.append((round_number, []))
+            grouped[-1][1].extend(self.match_ids(table_id))
+        return grouped
 
     def standings(self) -> list[Standing]:
         """Entrants by placement points, then total score; ties share a rank; house fill

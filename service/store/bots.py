@@ -4,24 +4,38 @@ and the bots' open matches."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from enum import Enum
 from typing import TypeVar
 
 from redis.asyncio import Redis
 
+from service.model.invitation import InvitationPolicy
 from service.store.clock import now_ms
+from service.store.connections import Backoff
+from service.store.feed import RESYNC, EventFeed
 from service.store.keys import (
     LOOKALIKE_INDEX,
+    REVOKED_TOKENS,
     bot_key,
     bot_matches_key,
+    bot_tokens_key,
     lookalike_key_name,
     registrations_key,
+    token_key,
+    token_rate_key,
+    token_used_key,
 )
+from service.store.matches import Notice
 from service.store.script_line import ScriptLine
 
 T = TypeVar("T")
+
+log = logging.getLogger("wizard_arena.bots")
 
 # Authenticate a request and lease requests from the token's bucket: the bot a token hash
 # belongs to, and up to ARGV[3] requests taken from its bucket at once (the first for the
@@ -34,10 +48,12 @@ T = TypeVar("T")
 # counts in full until it has surely lapsed: leases are kept by the epoch (ARGV[4] ms) they
 # were taken in, ``o1`` for the current one and ``o0`` for the one before; a lease from two
 # epochs ago has lapsed everywhere. ARGV: rate in requests per ms, burst, requests wanted
-# (>= 1), lease span in ms. Returns {bot JSON or '', requests granted, ms to wait when none}.
+# (>= 1), lease span in ms. Returns {bot JSON or '', requests granted, ms to wait when none,
+# requests left in the bucket after the grant}. A grant also notes when the token was used
+# (KEYS[3]): the token's lastUsedAt, true to a lease's span.
 AUTHENTICATE = """
 local bot = redis.call('GET', KEYS[1])
-if not bot then return {'', 0, 0} end
+if not bot then return {'', 0, 0, 0} end
 local now_parts = redis.call('TIME')
 local now = tonumber(now_parts[1]) * 1000 + math.floor(tonumber(now_parts[2]) / 1000)
 local rate = tonumber(ARGV[1])
@@ -67,14 +83,15 @@ if tokens < 1 then
     if burst - o1 >= 1 then free = (epoch + 1) * span end
     wait = math.max(wait, free - now)
   end
-  return {bot, 0, wait}
+  return {bot, 0, wait, 0}
 end
 local granted = math.min(tonumber(ARGV[3]), math.floor(tokens))
 tokens = tokens - granted
 o1 = o1 + granted - 1
 redis.call('HSET', KEYS[2], 't', now, 'n', tostring(tokens), 'e', epoch, 'o1', o1, 'o0', o0)
 redis.call('PEXPIRE', KEYS[2], math.ceil(burst / rate) + 2 * span + 1000)
-return {bot, granted, 0}
+redis.call('SET', KEYS[3], now)
+return {bot, granted, 0, math.floor(tokens)}
 """
 
 
@@ -89,6 +106,17 @@ if n > tonumber(ARGV[1]) then
 end
 return 0
 """
+
+
+def _token_records(
+    bot_id: str, bot_name: str, token_hash: str, token_id: str, token_name: str, created: int
+) -> tuple[str, str]:
+    """A token's two records: what its hash names (the bot, for authentication) and its entry
+    among the bot's tokens (for listing and revoking)."""
+    return (
+        json.dumps({"id": bot_id, "name": bot_name, "hash": token_hash, "tid": token_id}),
+        json.dumps({"name": token_name, "created": created, "hash": token_hash}),
+    )
 
 
 async def _batches(items: AsyncIterator[T], size: int) -> AsyncIterator[list[T]]:
@@ -106,8 +134,8 @@ async def _batches(items: AsyncIterator[T], size: int) -> AsyncIterator[list[T]]
 # key version (-1), when the case-folded name or its look-alike key is taken (0); else the
 # name, its look-alike key, the bot and its token hash, at once (1), so no half-registered
 # bot is ever visible and of two racing look-alikes exactly one wins.
-# KEYS: botname, botlook, bot, token, index version. ARGV: bot id, name, created, token JSON,
-# the key version.
+# KEYS: botname, botlook, bot, token, index version, the bot's tokens. ARGV: bot id, name,
+# created, token JSON, the key version, the token's id, the token's entry among the bot's tokens.
 REGISTER_BOT = """
 if redis.call('GET', KEYS[5]) ~= ARGV[5] then return -1 end
 if redis.call('EXISTS', KEYS[1], KEYS[2]) > 0 then return 0 end
@@ -115,8 +143,53 @@ redis.call('SET', KEYS[1], ARGV[1])
 redis.call('SET', KEYS[2], ARGV[1])
 redis.call('HSET', KEYS[3], 'name', ARGV[2], 'created', ARGV[3])
 redis.call('SET', KEYS[4], ARGV[4])
+redis.call('HSET', KEYS[6], ARGV[6], ARGV[7])
 return 1
 """
+
+
+# Add a token to a bot (its token hash, and its entry among the bot's tokens), unless the bot
+# has ARGV[4] tokens already (0) or is retired (-1); 1: added. KEYS: the bot's tokens, the
+# token, the bot. ARGV: token id, token JSON, entry JSON, most tokens.
+ADD_TOKEN = """
+if redis.call('HEXISTS', KEYS[3], 'retired') == 1 then return -1 end
+if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
+redis.call('SET', KEYS[2], ARGV[2])
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+return 1
+"""
+
+
+# Revoke one of a bot's tokens: its hash stops naming the bot and the API processes are told
+# (published on the revocation channel with its hash), all at once. 0: no such token of this
+# bot; -1: the bot's last token (kept, or the bot could never be reached again); 1: revoked.
+# KEYS: the bot's tokens. ARGV: token id, the revocation channel.
+REVOKE_TOKEN = """
+local entry = redis.call('HGET', KEYS[1], ARGV[1])
+if not entry then return 0 end
+if redis.call('HLEN', KEYS[1]) <= 1 then return -1 end
+local hash = cjson.decode(entry)['hash']
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('DEL', '{t:' .. hash .. '}:bot', '{t:' .. hash .. '}:used', '{t:' .. hash .. '}:rate')
+redis.call('PUBLISH', ARGV[2], hash)
+return 1
+"""
+
+
+class TokenAdded(Enum):
+    ADDED = 1
+    TOO_MANY = 0
+    RETIRED = -1
+
+
+class TokenRevoked(Enum):
+    REVOKED = 1
+    NOT_FOUND = 0
+    LAST = -1
+
+
+#: the fields of a bot's hash a ``Bot`` shows
+PROFILE_FIELDS = ("name", "created", "description", "homepage", "retired")
 
 
 class Registration(Enum):
@@ -135,6 +208,8 @@ class BotStore:
         self._authenticate = redis.register_script(AUTHENTICATE)
         self._take_registration = redis.register_script(TAKE_REGISTRATION)
         self._register = redis.register_script(REGISTER_BOT)
+        self._add_token = redis.register_script(ADD_TOKEN)
+        self._revoke_token = redis.register_script(REVOKE_TOKEN)
 
     async def take_registration(self, address: str, per_hour: int) -> int:
         """One registration from the address's hourly allowance: 0, or the ms to wait."""
@@ -144,12 +219,93 @@ class BotStore:
         """A registration that did not happen (its name was taken) costs the address nothing."""
         await self.redis.decr(registrations_key(address))
 
-    async def register(self, bot_id: str, name: str, token_hash: str, lookalike: str, key_version: str) -> Registration:
+    async def register(
+        self, bot_id: str, name: str, token_hash: str, lookalike: str, key_version: str, token_id: str, token_name: str
+    ) -> Registration:
         """Register the bot unless its name (case-insensitive) or its look-alike key is taken,
-        or the look-alike index is not built for ``key_version`` (:meth:`index_lookalikes`)."""
-        keys = [f"botname:{name.casefold()}", lookalike_key_name(lookalike), bot_key(bot_id), f"{{t:{token_hash}}}:bot", LOOKALIKE_INDEX]
-        token_json = json.dumps({"id": bot_id, "name": name, "hash": token_hash})
-        return Registration(int(await self._register(keys=keys, args=[bot_id, name, now_ms(), token_json, key_version])))
+        or the look-alike index is not built for ``key_version`` (:meth:`index_lookalikes`);
+        its token is its first (``token_id``, named ``token_name``)."""
+        keys = [f"botname:{name.casefold()}", lookalike_key_name(lookalike), bot_key(bot_id), token_key(token_hash),
+                LOOKALIKE_INDEX, bot_tokens_key(bot_id)]
+        created = now_ms()
+        token_json, entry = _token_records(bot_id, name, token_hash, token_id, token_name, created)
+        args = [bot_id, name, created, token_json, key_version, token_id, entry]
+        return Registration(int(await self._register(keys=keys, args=args)))
+
+    async def add_token(
+        self, bot_id: str, name: str, token_hash: str, token_id: str, token_name: str, most: int
+    ) -> tuple[TokenAdded, int]:
+        """Give the bot another token (unless it has ``most`` or is retired); and when it was made."""
+        created = now_ms()
+        token_json, entry = _token_records(bot_id, name, token_hash, token_id, token_name, created)
+        keys = [bot_tokens_key(bot_id), token_key(token_hash), bot_key(bot_id)]
+        return TokenAdded(int(await self._add_token(keys=keys, args=[token_id, token_json, entry, most]))), created
+
+    async def adopt_token(self, bot_id: str, token_hash: str, token_id: str, token_name: str) -> str:
+        """List a token made before bots had named tokens among its bot's tokens (on its first
+        use since) and give it an id; the id it has (another process may have adopted it first)."""
+        found = await self.redis.get(token_key(token_hash))
+        if found is None:
+            return token_id
+        record = json.loads(found)
+        if record.get("tid"):
+            return str(record["tid"])
+        created = (await self.redis.hget(bot_key(bot_id), "created") or b"0").decode()
+        _, entry = _token_records(bot_id, record["name"], token_hash, token_id, token_name, int(created))
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hset(bot_tokens_key(bot_id), token_id, entry)
+            pipe.set(token_key(token_hash), json.dumps({**record, "tid": token_id}), xx=True)
+            await pipe.execute()
+        return token_id
+
+    async def tokens(self, bot_id: str) -> list[dict[str, object]]:
+        """The bot's tokens, oldest first: id, name, created and last used (ms; None: never)."""
+        entries = [(tid.decode(), json.loads(raw)) for tid, raw in (await self.redis.hgetall(bot_tokens_key(bot_id))).items()]
+        entries.sort(key=lambda e: (e[1]["created"], e[0]))
+        used = await self.redis.mget([token_used_key(e["hash"]) for _, e in entries]) if entries else []
+        return [
+            {"id": tid, "name": e["name"], "created": e["created"], "used": None if u is None else int(u)}
+            for (tid, e), u in zip(entries, used, strict=True)
+        ]
+
+    async def revoke_token(self, bot_id: str, token_id: str) -> TokenRevoked:
+        return TokenRevoked(int(await self._revoke_token(keys=[bot_tokens_key(bot_id)], args=[token_id, REVOKED_TOKENS])))
+
+    async def update_profile(self, bot_id: str, fields: dict[str, str]) -> None:
+        """Set profile fields (description, homepage); an empty value removes the field."""
+        async with self.redis.pipeline(transaction=True) as pipe:
+            for name, value in fields.items():
+                if value:
+                    pipe.hset(bot_key(bot_id), name, value)
+                else:
+                    pipe.hdel(bot_key(bot_id), name)
+            await pipe.execute()
+
+    async def retire(self, bot_id: str) -> int:
+        """Mark the bot retired (once: a second call keeps the first time); when it retired (ms)."""
+        await self.redis.hsetnx(bot_key(bot_id), "retired", now_ms())
+        return int(await self.redis.hget(bot_key(bot_id), "retired") or 0)
+
+    async def retired_among(self, bot_ids: Iterable[str]) -> list[str]:
+        """Which of these bots are retired."""
+        ids = list(bot_ids)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for bot_id in ids:
+                pipe.hexists(bot_key(bot_id), "retired")
+            found = await pipe.execute()
+        return [b for b, retired in zip(ids, found, strict=True) if retired]
+
+    async def profiles(self, bot_ids: Iterable[str]) -> list[dict[str, str] | None]:
+        """Each bot's profile (the fields of :data:`PROFILE_FIELDS` it has), or None: no such bot."""
+        ids = list(bot_ids)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for bot_id in ids:
+                pipe.hmget(bot_key(bot_id), PROFILE_FIELDS)
+            rows = await pipe.execute()
+        return [
+            None if row[0] is None else {k: v.decode() for k, v in zip(PROFILE_FIELDS, row, strict=True) if v is not None}
+            for row in rows
+        ]
 
     async def lookalike_index_version(self) -> str | None:
         """The key version the look-alike index is built for (None: not built)."""
@@ -179,14 +335,14 @@ class BotStore:
 
     async def by_token(
         self, token_hash: str, rate_per_ms: float, burst: int, wanted: int = 1, lease_ms: int = 1000
-    ) -> tuple[dict[str, str] | None, int, int]:
+    ) -> tuple[dict[str, str] | None, int, int, int]:
         """The bot holding this token hash (or None), the requests granted from its bucket (up
-        to ``wanted``: one for the request at hand, the rest to spend within ``lease_ms``), and
-        when none is granted, the ms to wait before the next."""
-        found, granted, wait_ms = await self.scripts.run(
-            self._authenticate, [f"{{t:{token_hash}}}:bot", f"{{t:{token_hash}}}:rate"], [rate_per_ms, burst, wanted, lease_ms]
-        )
-        return (json.loads(found) if found else None), int(granted), int(wait_ms)
+        to ``wanted``: one for the request at hand, the rest to spend within ``lease_ms``),
+        when none is granted, the ms to wait before the next, and the requests the bucket
+        holds after the grant."""
+        keys = [token_key(token_hash), token_rate_key(token_hash), token_used_key(token_hash)]
+        found, granted, wait_ms, left = await self.scripts.run(self._authenticate, keys, [rate_per_ms, burst, wanted, lease_ms])
+        return (json.loads(found) if found else None), int(granted), int(wait_ms), int(left)
 
     async def get(self, bot_id: str) -> dict[str, str] | None:
         values = await self.redis.hmget(bot_key(bot_id), ("name", "created"))
@@ -202,8 +358,71 @@ class BotStore:
             names = await pipe.execute()
         return {b: {"id": b, "name": n.decode()} for b, n in zip(ids, names, strict=True) if n is not None}
 
+    async def invitation_policies(self, bot_ids: Iterable[str]) -> dict[str, InvitationPolicy]:
+        """Each bot's standing answer to invitations (ASK unless it set one)."""
+        ids = list(bot_ids)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for bot_id in ids:
+                pipe.hget(bot_key(bot_id), "invitations")
+            stored = await pipe.execute()
+        return {b: InvitationPolicy(p.decode()) if p else InvitationPolicy.ASK for b, p in zip(ids, stored, strict=True)}
+
+    async def set_invitation_policy(self, bot_id: str, policy: InvitationPolicy) -> None:
+        await self.redis.hset(bot_key(bot_id), "invitations", policy.value)
+
     async def open_matches(self, bot_id: str) -> list[str]:
         return sorted(m.decode() for m in await self.redis.smembers(bot_matches_key(bot_id)))
 
     async def count_open_matches(self, bot_id: str) -> int:
         return int(await self.redis.scard(bot_matches_key(bot_id)))
+
+
+class RevocationFeed:
+    """Follows the revocation channel through the process's event feed (its one pub/sub
+    connection, :mod:`service.store.feed`): ``on_revoked(hash)`` for each token revoked
+    anywhere, ``on_live(True)`` once subscribed, ``on_live(False)`` when the feed lost its
+    connection (revocations may have gone by unheard) until it has subscribed again."""
+
+    #: the watch's owner in the feed
+    OWNER = "token-revocations"
+
+    def __init__(self, feed: EventFeed, on_revoked: Callable[[str], None], on_live: Callable[[bool], None]) -> None:
+        self._feed = feed
+        self._on_revoked = on_revoked
+        self._on_live = on_live
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        backoff = Backoff()
+        while True:
+            try:
+                with self._feed.watch(self.OWNER, counted=False) as watch:
+                    await watch.follow(REVOKED_TOKENS)
+                    backoff.reset()
+                    self._on_live(True)
+                    while True:
+                        for item in await watch.next(60.0):
+                            if item is RESYNC:
+                                self._on_live(False)
+                                await watch.ready()
+                                self._on_live(True)
+                            elif isinstance(item, Notice) and item.payload:
+                                self._on_revoked(item.payload)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # noqa: BLE001 - the feed could not subscribe (Redis away): again
+                self._on_live(False)
+                log.warning("could not follow token revocations (%s); trying again", error or type(error).__name__)
+            await backoff.wait()
+

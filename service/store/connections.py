@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import random
+
 from redis.asyncio import Redis
 from redis.asyncio.connection import AbstractConnection
 from redis.maint_notifications import MaintNotificationsConfig
@@ -21,3 +24,21 @@ def dedicated_connection(redis: Redis) -> AbstractConnection:
         "protocol": 2,
         "maint_notifications_config": MaintNotificationsConfig(enabled=False),
     })
+
+
+class Backoff:
+    """The wait between attempts to reconnect a connection of one's own to Redis: 50 ms,
+    doubling to 2 s, each jittered by ±50 % so that processes that lost Redis together do not
+    come back all at once; :meth:`reset` once connected again."""
+
+    FIRST, MOST = 0.05, 2.0
+
+    def __init__(self) -> None:
+        self.delay = self.FIRST
+
+    def reset(self) -> None:
+        self.delay = self.FIRST
+
+    async def wait(self) -> None:
+        await asyncio.sleep(self.delay * (0.5 + random.random()))
+        self.delay = min(self.delay * 2, self.MOST)

@@ -33,7 +33,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import random
 import time
 from collections.abc import Coroutine, Iterable, Sequence
 from typing import Any
@@ -44,9 +43,9 @@ from redis.asyncio.connection import AbstractConnection
 
 from service.errors import LimitExceeded
 from service.model.live_match import LiveMatch
-from service.store.connections import dedicated_connection
+from service.store.connections import Backoff, dedicated_connection
 from service.store.keys import match_channel
-from service.store.matches import MatchEvent, MatchStore, Seated, after_event, decode_published
+from service.store.matches import MatchEvent, MatchStore, Notice, Seated, after_event, decode_published
 
 log = logging.getLogger("wizard_arena.feed")
 
@@ -86,14 +85,16 @@ class _Channel:
 class Watch:
     """One waiter's view of the feed: the channels it follows and what arrived on them."""
 
-    __slots__ = ("_channels", "_closed", "_feed", "_inbox", "_wake", "owner")
+    __slots__ = ("_channels", "_closed", "_feed", "_inbox", "_wake", "counted", "owner")
 
-    def __init__(self, feed: EventFeed, owner: str) -> None:
+    def __init__(self, feed: EventFeed, owner: str, counted: bool = True) -> None:
         self._feed = feed
         self.owner = owner
+        #: a client's wait (counted against its owner's limit, and in ``watches``)
+        self.counted = counted
         self._channels: set[bytes] = set()
         # a list, not a deque: an empty deque is 760 bytes, and most waiters' inboxes are empty
-        self._inbox: list[MatchEvent | Seated | tuple[str]] = []
+        self._inbox: list[MatchEvent | Seated | Notice | tuple[str]] = []
         self._wake: asyncio.Future[None] | None = None
         self._closed = False
 
@@ -115,7 +116,7 @@ class Watch:
             self._channels.discard(channel)
             self._feed._unfollow(self, channel, linger)
 
-    async def next(self, timeout: float) -> list[MatchEvent | Seated | tuple[str]]:
+    async def next(self, timeout: float) -> list[MatchEvent | Seated | Notice | tuple[str]]:
         """What arrived since the last call, waiting up to ``timeout`` s for something (an
         empty list when nothing came)."""
         _honour_cancel()
@@ -123,15 +124,18 @@ class Watch:
             loop = asyncio.get_running_loop()
             wake = self._wake = loop.create_future()
             timer = loop.call_later(timeout, _settle, wake)
+            waiting = self._feed._waiting
+            waiting.add(wake)
             try:
                 await wake
             finally:
                 timer.cancel()
+                waiting.discard(wake)
                 self._wake = None
         items, self._inbox = self._inbox, []
         return items
 
-    def _push(self, item: MatchEvent | Seated | tuple[str]) -> None:
+    def _push(self, item: MatchEvent | Seated | Notice | tuple[str]) -> None:
         if self._closed:
             return
         if item is RESYNC:  # what was queued is superseded by reading anew
@@ -187,11 +191,17 @@ class EventFeed:
         self._tasks: set[asyncio.Future[None]] = set()
         #: messages handed out, for the metrics and the tests
         self.delivered = 0
+        #: the process is stopping: waits end at once (see :meth:`drain`)
+        self.draining = False
+        self._waiting: set[asyncio.Future[None]] = set()
 
     # ------------------------------------------------------------------ watches
-    def watch(self, owner: str) -> Watch:
+    def watch(self, owner: str, counted: bool = True) -> Watch:
         """A new watch for ``owner`` (a bot, or an anonymous client's address), refused with
-        LIMIT_EXCEEDED when the owner has ``max_watches_per_owner`` open in this process."""
+        LIMIT_EXCEEDED when the owner has ``max_watches_per_owner`` open in this process; one
+        not ``counted`` is the process's own (the token revocations it follows), outside both."""
+        if not counted:
+            return Watch(self, owner, counted=False)
         open_now = self._watches_by_owner.get(owner, 0)
         if open_now >= self.max_watches_per_owner:
             raise LimitExceeded(
@@ -201,6 +211,14 @@ class EventFeed:
             )
         self._watches_by_owner[owner] = open_now + 1
         return Watch(self, owner)
+
+    def drain(self) -> None:
+        """The process is stopping: every wait ends now (a long poll, which looks at
+        ``draining`` before it waits again, answers as at its timeout, and its client asks
+        again, of another process; a subscription just waits again, until its WebSocket closes)."""
+        self.draining = True
+        for wake in list(self._waiting):
+            _settle(wake)
 
     @property
     def watches(self) -> int:
@@ -252,6 +270,8 @@ class EventFeed:
         for name in list(watch._channels):
             self._unfollow(watch, name)
         watch._channels.clear()
+        if not watch.counted:
+            return
         left = self._watches_by_owner.get(watch.owner, 1) - 1
         if left > 0:
             self._watches_by_owner[watch.owner] = left
@@ -361,12 +381,12 @@ class EventFeed:
     async def _run(self) -> None:
         """Connect, subscribe to every followed channel, read; again after a loss, with
         back-off, for as long as any channel is followed."""
-        delay = 0.05
+        backoff = Backoff()
         while not self._closed and self._channels:
             connection = None
             try:
                 connection = await self._open()
-                delay = 0.05
+                backoff.reset()
                 await self._read(connection)
             except asyncio.CancelledError:
                 raise
@@ -376,8 +396,7 @@ class EventFeed:
                 self._lost(connection)
             if self._closed:
                 return
-            await asyncio.sleep(delay * (0.5 + random.random()))
-            delay = min(delay * 2, 2.0)
+            await backoff.wait()
 
     async def _open(self) -> AbstractConnection:
         connection = dedicated_connection(self._redis)  # the watchdog's PINGs prove it alive

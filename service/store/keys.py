@@ -10,14 +10,21 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
   JSON>``; what wakes the waiters of every API process (``service.store.feed``)
 - ``deadlines``        sorted set: match id by when the workers' sweeper must look at it (ms):
   the deadline of its seats to act, or while seats are free, when it is aborted unless taken
-- ``{b:<id>}:bot``     hash: name, created; ``botname:<casefolded name>`` -> bot id
+- ``{b:<id>}:bot``     hash: name, created, invitations (its invitation policy, absent: ASK); ``botname:<casefolded name>`` -> bot id
 - ``botlook:<look-alike key>`` -> bot id (``service.domain.bot_names``); ``botnames:lookalike-index``
   the key version that index is built for (absent: to be built)
-- ``{t:<sha256>}:bot`` the bot a token hash belongs to (tokens themselves are never stored)
+- ``{b:<id>}:bot``     also description, homepage (updateBot), retired (ms, once retired)
+- ``{t:<sha256>}:bot`` the bot a token hash belongs to, and the token's id (tokens themselves are
+  never stored); ``{t:<sha256>}:used`` when the token was last looked up (ms)
+- ``{b:<id>}:tokens``  hash: token id -> JSON {name, created, hash}: the bot's tokens
+- ``tokens:revoked``   pub/sub channel: the hash of each token revoked, so every API process
+  drops what it keeps of it (``service.domain.bots``)
 - ``{b:<id>}:matches`` set: matches the bot sits in that have not ended
 - ``{b:<id>}:waiting`` sorted set: matches the bot created whose seats are not all taken yet,
   by when they are aborted if they still are not
 - ``{b:<id>}:wake``    pub/sub channel: a match's id when the bot is seated in it
+- ``{b:<id>}:invitations`` sorted set: tournaments the bot was invited to, by when;
+  ``{b:<id>}:invited`` pub/sub channel: a tournament's id when the bot is invited to it
 - ``{t:<sha256>}:rate`` a token's request bucket
 - ``registrations:<address>`` bots registered from a client address this hour
 - ``matches:unsettled`` sorted set: ended matches not yet settled, by when they ended;
@@ -30,11 +37,20 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
   a refit waits in the queue
 - ``{tn:<id>}:tournament`` hash: spec, status, entrants (JSON), started, finished;
   ``{tn:<id>}:slots`` hash: table id -> table (JSON); ``{tn:<id>}:results`` hash: match id ->
-  result (JSON); ``{tn:<id>}:lock`` held by the one run advancing it; ``tournaments:active``
+  result (JSON); ``{tn:<id>}:invitations`` hash: bot id -> its invitation (JSON);
+  ``{tn:<id>}:lock`` held by the one run advancing it; ``tournaments:active``
   sorted set: tournaments due or running, by start time
 - ``matches:live``     sorted set: matches not yet archived, by when they were created (ms): the
   live half of the listings (``service.domain.listings``); a match leaves it when settlement
   has archived it
+- ``clock:heartbeats`` hash: worker host name -> when its clock last went round (ms), for
+  ``/readyz``, ``wizard-arena worker --check`` and the metrics (``service.health``)
+- ``webhooks:calls`` stream: the webhook calls due (a bot's turn, a match's start or end), each
+  ``c`` = ``<match>|<version>|<seat>|<turn|start|end>|<bot>``, queued by the commit script for the
+  workers' dispatcher (``worker.webhooks``), read by its consumer group ``dispatchers``;
+  ``webhook-sent:<match>:<version>:<seat>:<kind>`` held once a call is sent (never twice)
+- ``{b:<id>}:bot``     also webhook (URL), webhook_secret, webhook_failures (in a row),
+  webhook_error, webhook_error_at, webhook_paused_until (ms)
 - ``tournaments:listed`` sorted set: tournaments by when they were created (ms), for the
   listings; one the archive holds is read from there (and leaves this set)
 """
@@ -48,6 +64,19 @@ UNSETTLED = "matches:unsettled"
 LIVE_MATCHES = "matches:live"
 #: Tournaments by when they were created (ms), until the listings find them archived.
 LISTED_TOURNAMENTS = "tournaments:listed"
+#: Each worker host's clock's last round (ms), by host name.
+CLOCK_HEARTBEATS = "clock:heartbeats"
+#: the webhook calls due, for the workers' dispatchers (service.domain.webhooks)
+WEBHOOK_CALLS = "webhooks:calls"
+#: the consumer group of the dispatchers on WEBHOOK_CALLS
+WEBHOOK_DISPATCHERS = "dispatchers"
+
+
+def webhook_sent_key(match_id: str, version: int, seat: int, kind: str) -> str:
+    """Held once the call is sent: a call taken over from a dead dispatcher is not sent twice."""
+    return f"webhook-sent:{match_id}:{version}:{seat}:{kind}"
+
+
 #: the version of ``service.domain.bot_names`` keys the look-alike index holds
 LOOKALIKE_INDEX = "botnames:lookalike-index"
 
@@ -79,6 +108,27 @@ def bot_waiting_key(bot_id: str) -> str:
 
 def bot_key(bot_id: str) -> str:
     return f"{{b:{bot_id}}}:bot"
+
+
+def bot_tokens_key(bot_id: str) -> str:
+    return f"{{b:{bot_id}}}:tokens"
+
+
+def token_key(token_hash: str) -> str:
+    return f"{{t:{token_hash}}}:bot"
+
+
+def token_used_key(token_hash: str) -> str:
+    return f"{{t:{token_hash}}}:used"
+
+
+def token_rate_key(token_hash: str) -> str:
+    return f"{{t:{token_hash}}}:rate"
+
+
+#: the pub/sub channel a revoked token's hash is published on (tagged like a bot's notices, so
+#: that the event feed reads its messages as notices: service.store.matches.decode_published)
+REVOKED_TOKENS = b"{b:tokens}:revoked"
 
 
 def bot_matches_key(bot_id: str) -> str:
@@ -124,6 +174,19 @@ def tournament_tables_key(tournament_id: str) -> str:
 
 def tournament_results_key(tournament_id: str) -> str:
     return f"{{tn:{tournament_id}}}:results"
+
+
+def tournament_invitations_key(tournament_id: str) -> str:
+    return f"{{tn:{tournament_id}}}:invitations"
+
+
+def bot_invitations_key(bot_id: str) -> str:
+    return f"{{b:{bot_id}}}:invitations"
+
+
+def bot_invited_channel(bot_id: str) -> bytes:
+    """The pub/sub channel a tournament's id is published on when the bot is invited to it."""
+    return f"{{b:{bot_id}}}:invited".encode()
 
 
 def tournament_lock_key(tournament_id: str) -> str:

@@ -18,6 +18,8 @@ from service.store.keys import (
     DEADLINES,
     LIVE_MATCHES,
     UNSETTLED,
+    WEBHOOK_CALLS,
+    bot_key,
     bot_matches_key,
     bot_waiting_key,
     events_key,
@@ -28,21 +30,43 @@ from service.store.queues import CLAIM_QUEUED
 from service.store.script_line import ScriptLine
 from wizard.record import state_to_bytes
 
+# Queue the webhook calls due: for each of ``hooks`` bots (KEYS[{first_key} + i - 1], its
+# hash), when it has a webhook, its call (ARGV[{first_arg} + i - 1]: 'match|version|seat|kind|bot')
+# goes on the dispatchers' stream (KEYS[{first_key} - 1]), which keeps about its last 100000.
+QUEUE_WEBHOOK_CALLS = """
+for i = 1, hooks do
+  if redis.call('HEXISTS', KEYS[{first_key} + i - 1], 'webhook') == 1 then
+    redis.call('XADD', KEYS[{first_key} - 1], 'MAXLEN', '~', 100000, '*', 'c', ARGV[{first_arg} + i - 1])
+  end
+end
+"""
+
+# Queue the webhook calls of a match created with every seat taken (a tournament's).
+# KEYS: the dispatchers' stream, then the bots' hashes. ARGV: the calls.
+ANNOUNCE = "local hooks = #ARGV\n" + QUEUE_WEBHOOK_CALLS.format(first_key="2", first_arg="1")
+
 # Commit one event: compare the version (and the id of the latest event, so that a snapshot
 # guessed from before a Redis failover cannot pass for the current one), append the event,
 # store the new snapshot, publish the event to the processes that follow the match (see
 # service.feed), move the deadline, keep the bots' lists of open matches (and tell a bot
 # that joined), and put a match that ends into the settlement queue (ratings, tournaments):
 # all at once, so none of it can be missed; the stream keeps about its last ARGV[12] events
-# (0: all of them). Returns {1, version, event id} on success,
+# (0: all of them). The bots that must now be called at their webhooks (a turn, a start, an
+# end: ARGV[14..], see QUEUE_WEBHOOK_CALLS) are queued for the workers' dispatcher, those whose
+# bot hash holds a webhook; the queue and their hashes are the last ARGV[13] + 1 KEYS
+# (none when ARGV[13] is '0'). Returns {1, version, event id} on success,
 # {0, current} when the match moved on, {-1, 0} when there is no such match.
 # KEYS: match, events, deadlines, unsettled, then per bot: its open matches, then (when the
 # match stops WAITING) its creator's waiting matches.
 # ARGV: expected version, match id, state, live, event, when the sweeper is due or '', record
 # or '', '1' if the match ends, expected event id or '', 'join' | 'end' | '', '1' if the
-# match stops WAITING else '0', how many events the stream keeps (about; 0: all).
+# match stops WAITING else '0', how many events the stream keeps (about; 0: all), how many
+# webhook calls may be due, then each of them.
 # Channels are named after the keys: {m:<id>}:wake for a match, {b:<id>}:wake for a bot.
 COMMIT_EVENT = """
+local hooks = tonumber(ARGV[13])
+local last = #KEYS
+if hooks > 0 then last = #KEYS - hooks - 1 end
 local current = redis.call('HGET', KEYS[1], 'version')
 if not current then return {-1, 0} end
 current = tonumber(current)
@@ -73,11 +97,12 @@ if ARGV[10] == 'join' then
   redis.call('SADD', KEYS[5], ARGV[2])
   redis.call('PUBLISH', string.sub(KEYS[5], 1, -8) .. 'wake', ARGV[2])
 elseif ARGV[10] == 'end' then
-  for i = 5, #KEYS - tonumber(ARGV[11]) do redis.call('SREM', KEYS[i], ARGV[2]) end
+  for i = 5, last - tonumber(ARGV[11]) do redis.call('SREM', KEYS[i], ARGV[2]) end
 end
 if ARGV[11] == '1' then
-  redis.call('ZREM', KEYS[#KEYS], ARGV[2])
+  redis.call('ZREM', KEYS[last], ARGV[2])
 end
+""" + QUEUE_WEBHOOK_CALLS.format(first_key="last + 2", first_arg="14") + """
 return {1, version, eid}
 """
 
@@ -122,6 +147,16 @@ return {1, 0}
 
 def _due(match: LiveMatch) -> str:
     return "" if match.due_ms is None else str(match.due_ms)
+
+
+def _webhook_calls(match: LiveMatch, event: dict[str, Any] | None) -> tuple[list[str], list[str]]:
+    """The KEYS (the dispatchers' stream, then each bot's hash) and ARGV of the webhook calls
+    that may be due after ``event`` (see QUEUE_WEBHOOK_CALLS); none: two empty lists."""
+    due = match.calls_due(event)
+    if not due:
+        return [], []
+    keys = [WEBHOOK_CALLS, *(bot_key(bot) for _, bot, _ in due)]
+    return keys, [f"{match.id}|{match.version}|{seat}|{kind}|{bot}" for seat, bot, kind in due]
 
 
 class CorruptMatch(RuntimeError):
@@ -179,7 +214,20 @@ class Seated:
         self.match_id = match_id
 
 
-def decode_published(channel: bytes, data: bytes) -> MatchEvent | Seated | None:
+class Notice:
+    """A message on one of a bot's channels other than its seats' (``{b:<id>}:invited``: a
+    tournament's id), for the waiter that follows it to read what it names; ``payload`` None
+    tells that waiter to read everything such messages name again (at the start, or after
+    the feed lost messages)."""
+
+    __slots__ = ("bot_id", "payload")
+
+    def __init__(self, bot_id: str, payload: str | None) -> None:
+        self.bot_id = bot_id
+        self.payload = payload
+
+
+def decode_published(channel: bytes, data: bytes) -> MatchEvent | Seated | Notice | None:
     """A message as the scripts publish it on a match's or a bot's channel (None for one
     this code cannot read)."""
     try:
@@ -191,7 +239,7 @@ def decode_published(channel: bytes, data: bytes) -> MatchEvent | Seated | None:
             decoded["v"] = int(version)
             return MatchEvent(owner, int(version), event_id, decoded)
         if kind == "b":
-            return Seated(owner, data.decode())
+            return Seated(owner, data.decode()) if channel.endswith(b":wake") else Notice(owner, data.decode())
     except (ValueError, orjson.JSONDecodeError):
         pass
     return None
@@ -228,6 +276,7 @@ class MatchStore:
         self.scripts = scripts
         self._commit = redis.register_script(COMMIT_EVENT)
         self._create = redis.register_script(CREATE_MATCH)
+        self._announce = redis.register_script(ANNOUNCE)
         self._claim_unsettled = redis.register_script(CLAIM_QUEUED)
 
     async def create(
@@ -255,6 +304,12 @@ class MatchStore:
             raise WaitingFull(int(float(earliest)))
         match.event_id = f"0-{len(events) + 1}".encode()
         return bool(created)
+
+    async def announce(self, match: LiveMatch) -> None:
+        """Queue the webhook calls of a match created with every seat taken (it starts at once)."""
+        keys, calls = _webhook_calls(match, None)
+        if calls:
+            await self._announce(keys=keys, args=calls)
 
     async def unseal(self, match_ids: Iterable[str]) -> None:
         """The matches of a duplicate set that has finished show their play: in Redis, and in
@@ -320,6 +375,9 @@ class MatchStore:
         elif match.ended:
             mode = "end"
             keys += [bot_matches_key(bot_id) for bot_id in sorted(match.bot_ids())]
+        elif event["t"] == "leave":
+            mode = "end"  # the same as for an ended match: the match leaves the bot's open matches
+            keys.append(bot_matches_key(event["bot"]))
         leaves_waiting = event["t"] in ("join", "abort") and match.settings.waiting_until_ms is not None and (
             match.status is not MatchStatus.WAITING
         )
@@ -330,6 +388,11 @@ class MatchStore:
             match.version - 1, match.id, state_to_bytes(match.state), match.live_json(), event_json, _due(match), record,
             "1" if match.ended else "", match.event_id or "", mode, "1" if leaves_waiting else "0", self.events_kept,
         ]
+        calls = _webhook_calls(match, event)
+        args.append(len(calls[1]))
+        if calls[1]:
+            keys += calls[0]
+            args += calls[1]
         try:
             answer = await self.scripts.run(self._commit, keys, args)
         except (RedisConnectionError, RedisTimeoutError):

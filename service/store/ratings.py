@@ -170,6 +170,19 @@ class RatingStore:
             out.append(ratings)
         return out
 
+    async def fitted(self, bot_id: str, rulesets: Sequence[str]) -> list[dict[str, Any]]:
+        """The bot's rating and games in each ruleset's fitted leaderboard that holds it."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for ruleset in rulesets:
+                pipe.zscore(leaderboard_key(ruleset, "FITTED"), bot_id)
+                pipe.hget(f"ratings:fitted:{ruleset}", bot_id)
+            answers = await pipe.execute()
+        return [
+            {"ruleset": ruleset, "rating": float(rating), "games": int(games or 0)}
+            for ruleset, rating, games in zip(rulesets, answers[::2], answers[1::2], strict=True)
+            if rating is not None
+        ]
+
     async def histories(self, wanted: Sequence[tuple[str, str, int]]) -> list[list[dict[str, Any]]]:
         """For each (bot, ruleset, last): the latest ``last`` points of the bot's rating
         history under the ruleset, oldest first (one round trip for all of them)."""

@@ -1,5 +1,5 @@
-"""Tournaments in Redis: the tournament's head (spec, status, entrants), its tables and their
-results, each written so that a run repeated by another worker changes nothing (tables and
+"""Tournaments in Redis: the tournament's head (spec, status, entrants, why it was cancelled),
+its invitations (each also listed for its bot), its tables and their results, each written so that a run repeated by another worker changes nothing (tables and
 results only if absent, status only from the status expected), and a lock for the one run
 that advances it."""
 
@@ -10,6 +10,7 @@ import secrets
 
 from redis.asyncio import Redis
 
+from service.model.invitation import Invitation
 from service.model.tournament import Entrant, Table, TableResult, Tournament, TournamentSpec, TournamentStatus
 from service.store.archive import Archive
 from service.store.clock import now_ms
@@ -18,6 +19,9 @@ from service.store.keys import (
     LISTED_TOURNAMENTS,
     UNARCHIVED_TOURNAMENTS,
     archive_claim_key,
+    bot_invitations_key,
+    bot_invited_channel,
+    tournament_invitations_key,
     tournament_key,
     tournament_lock_key,
     tournament_results_key,
@@ -25,12 +29,16 @@ from service.store.keys import (
 )
 from service.store.queues import CLAIM_QUEUED
 
-# Replace the entrants, only if still SCHEDULED and nobody changed them meanwhile.
-# KEYS: tournament. ARGV: entrants as read, entrants after.
+# Replace the entrants, and with them the bot's invitation (when KEYS[2] is given), only if
+# still SCHEDULED and nobody changed either meanwhile (an answer and the start cannot cross).
+# KEYS: tournament[, its invitations]. ARGV: entrants as read, entrants after[, bot id,
+# invitation as read ('' for none), invitation after].
 SET_ENTRANTS = """
 if redis.call('HGET', KEYS[1], 'status') ~= 'SCHEDULED' then return 0 end
 if redis.call('HGET', KEYS[1], 'entrants') ~= ARGV[1] then return 0 end
+if #KEYS > 1 and (redis.call('HGET', KEYS[2], ARGV[3]) or '') ~= ARGV[4] then return 0 end
 redis.call('HSET', KEYS[1], 'entrants', ARGV[2])
+if #KEYS > 1 then redis.call('HSET', KEYS[2], ARGV[3], ARGV[5]) end
 return 1
 """
 
@@ -38,10 +46,11 @@ return 1
 # time, and move an ended tournament from the active ones to those the archive awaits (in the
 # same script: however the process dies after it, the workers archive it).
 # KEYS: tournament, active tournaments, unarchived tournaments. ARGV: expected, new, field to
-# stamp or '', time, id.
+# stamp or '', time, id, why it was cancelled or ''.
 MOVE_STATUS = """
 if redis.call('HGET', KEYS[1], 'status') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'status', ARGV[2])
+if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'reason', ARGV[6]) end
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], ARGV[3], ARGV[4]) end
 if ARGV[2] == 'FINISHED' or ARGV[2] == 'CANCELLED' then
   redis.call('ZREM', KEYS[2], ARGV[5])
@@ -71,6 +80,7 @@ def tournament_of(tid: str, fields: dict[str, dict[str, str]]) -> Tournament:
         {k: Table.from_dict(json.loads(v)) for k, v in tables.items()},
         {k: TableResult.from_dict(json.loads(v)) for k, v in results.items()},
         int(head["created"]) if "created" in head else None,
+        head.get("reason"),
     )
 
 
@@ -85,9 +95,15 @@ class TournamentStore:
         self._unlock = redis.register_script(UNLOCK)
         self._claim_unarchived = redis.register_script(CLAIM_QUEUED)
 
-    async def save_new(self, t: Tournament) -> None:
+    async def save_new(self, t: Tournament, invitations: list[Invitation]) -> None:
+        """The new tournament with its invitations, each listed for its bot and told on the
+        bot's channel (``{b:<id>}:invited``) in the same transaction."""
         created = t.created_ms or now_ms()
         async with self.redis.pipeline(transaction=True) as pipe:
+            for invitation in invitations:
+                pipe.hset(tournament_invitations_key(t.id), invitation.bot_id, json.dumps(invitation.to_dict()))
+                pipe.zadd(bot_invitations_key(invitation.bot_id), {t.id: invitation.invited_ms})
+                pipe.publish(bot_invited_channel(invitation.bot_id), t.id)
             pipe.hset(tournament_key(t.id), mapping={
                 "spec": json.dumps(t.spec.to_dict()), "status": t.status.value, "entrants": _entrants_json(t.entrants),
                 "created": created,
@@ -118,17 +134,47 @@ class TournamentStore:
             for name, values in (("head", head), ("tables", tables), ("results", results))
         }
 
-    async def set_entrants(self, tid: str, before: list[Entrant], after: list[Entrant]) -> bool:
-        """Replace the entrants, only if still SCHEDULED and nobody changed them meanwhile."""
-        return bool(await self._set_entrants(keys=[tournament_key(tid)], args=[_entrants_json(before), _entrants_json(after)]))
+    async def set_entrants(
+        self, tid: str, before: list[Entrant], after: list[Entrant],
+        invitation: tuple[Invitation | None, Invitation] | None = None,
+    ) -> bool:
+        """Replace the entrants, and the bot's invitation (as read, as it becomes) with them,
+        only if still SCHEDULED and nobody changed either meanwhile."""
+        keys, args = [tournament_key(tid)], [_entrants_json(before), _entrants_json(after)]
+        if invitation is not None:
+            read, new = invitation
+            keys.append(tournament_invitations_key(tid))
+            args += [new.bot_id, "" if read is None else json.dumps(read.to_dict()), json.dumps(new.to_dict())]
+        return bool(await self._set_entrants(keys=keys, args=args))
+
+    async def invitation(self, tid: str, bot_id: str) -> Invitation | None:
+        """The bot's invitation to the tournament, as stored (None: it has none)."""
+        stored = await self.redis.hget(tournament_invitations_key(tid), bot_id)
+        return None if stored is None else Invitation.from_dict(tid, bot_id, json.loads(stored))
+
+    async def invitations(self, tid: str) -> list[Invitation]:
+        """Every invitation to the tournament, as stored."""
+        stored = await self.redis.hgetall(tournament_invitations_key(tid))
+        return [Invitation.from_dict(tid, b.decode(), json.loads(v)) for b, v in stored.items()]
+
+    async def invited_to(self, bot_id: str, count: int) -> list[str]:
+        """The tournaments the bot was invited to, newest first: ``count`` at most."""
+        return [t.decode() for t in await self.redis.zrevrange(bot_invitations_key(bot_id), 0, count - 1)]
+
+    async def forget_invitations(self, bot_id: str, tids: list[str]) -> None:
+        """Drop tournaments that left Redis from the bot's list of invitations."""
+        if tids:
+            await self.redis.zrem(bot_invitations_key(bot_id), *tids)
 
     async def move_status(
-        self, tid: str, expected: TournamentStatus, new: TournamentStatus, stamp: str | None = None
+        self, tid: str, expected: TournamentStatus, new: TournamentStatus, stamp: str | None = None,
+        reason: str | None = None,
     ) -> bool:
         """Change the status only from ``expected`` (one worker wins a race); ``stamp`` names the
-        field (``started``, ``finished``) that records when."""
+        field (``started``, ``finished``) that records when, ``reason`` why it was cancelled."""
         return bool(await self._move_status(
-            keys=[tournament_key(tid), ACTIVE_TOURNAMENTS, UNARCHIVED_TOURNAMENTS], args=[expected.value, new.value, stamp or "", now_ms(), tid]
+            keys=[tournament_key(tid), ACTIVE_TOURNAMENTS, UNARCHIVED_TOURNAMENTS],
+            args=[expected.value, new.value, stamp or "", now_ms(), tid, reason or ""],
         ))
 
     async def add_tables(self, tid: str, tables: dict[str, Table]) -> dict[str, Table]:
@@ -169,7 +215,8 @@ class TournamentStore:
             pipe.delete(archive_claim_key(tid))
             if self.archive is not None:
                 pipe.zrem(LISTED_TOURNAMENTS, tid)  # the listings find it in the archive now
-                for key in (tournament_key(tid), tournament_tables_key(tid), tournament_results_key(tid)):
+                for key in (tournament_key(tid), tournament_tables_key(tid), tournament_results_key(tid),
+                            tournament_invitations_key(tid)):
                     pipe.expire(key, self.grace_seconds)
             await pipe.execute()
 

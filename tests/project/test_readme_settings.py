@@ -3,9 +3,11 @@ field, named by the environment variable that sets it, with the field's default.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
+from typing import Literal, get_args, get_origin
 
 import pytest
 from pydantic import AliasChoices
@@ -45,6 +47,11 @@ def _same_default(cell: str, default: object) -> bool:
         return value == "unset"
     if isinstance(default, bool):
         return value.lower() == str(default).lower()
+    if isinstance(default, list):  # written as the environment takes it: JSON
+        try:
+            return bool(json.loads(value) == default)
+        except ValueError:
+            return False
     if isinstance(default, int | float):
         try:
             return math.isclose(float(value.replace("_", "")), float(default))
@@ -80,7 +87,9 @@ def test_the_env_vars_named_really_set_the_fields(monkeypatch):
     """Guards env_var() above: each documented variable reaches its field."""
     for name, field in Settings.model_fields.items():
         default = field.default
-        if default is None or isinstance(default, str):
+        if get_origin(field.annotation) is Literal:  # a choice: the last one the field takes
+            value = expected = get_args(field.annotation)[-1]
+        elif default is None or isinstance(default, str):
             value, expected = "x-value", "x-value"
         elif isinstance(default, Path):
             value, expected = "some/dir", Path("some/dir")
@@ -88,6 +97,8 @@ def test_the_env_vars_named_really_set_the_fields(monkeypatch):
             value, expected = str(not default).lower(), not default
         elif isinstance(default, float):
             value, expected = "7.5", 7.5
+        elif isinstance(default, list):
+            value, expected = '["x-value"]', ["x-value"]
         else:
             value, expected = "5000", 5000
         monkeypatch.setenv(env_var(name), value)

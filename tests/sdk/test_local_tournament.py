@@ -120,3 +120,12 @@ def test_fewer_entrants_than_seats_take_turns_in_every_seat() -> None:
     seats = Counter((seat, e) for m in result.matches for seat, e in enumerate(m.seats))
     assert all(seats[seat, e] >= 1 for seat in range(3) for e in (0, 1))
     assert [s.matches for s in result.standings] == [4, 4]
+
+
+def test_the_search_house_bot_enters_a_local_tournament() -> None:
+    run = tournament("--bots", "search,heuristic", "--matches", "2", "--players", "3", "--ruleset", "WIZARD_JUNIOR",
+                     "--json")
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert sorted(row["bot"] for row in result["leaderboard"]) == ["heuristic", "search"]
+    assert all(row["errors"] == 0 and row["matches"] == 2 for row in result["leaderboard"])

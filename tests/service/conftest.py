@@ -28,6 +28,13 @@ from wizard import MatchConfig, new_match
 # allowance is lifted for the processes the tests start (tests/service/test_hardening.py checks
 # it with its own small one).
 os.environ.setdefault("ARENA_REGISTRATIONS_PER_ADDRESS_PER_HOUR", "1000000")
+# Every worker a test starts dispatches webhook calls (one consumer group on the shared Redis,
+# so any of them may take a call): all of them call the tests' bots on loopback, and pause a
+# failing one after 2 failures for 1 s (tests/service/test_webhooks.py; its refusal of private
+# addresses runs on an API of its own without this).
+for _name, _value in (("ARENA_WEBHOOK_ALLOW_PRIVATE", "true"), ("ARENA_WEBHOOK_PAUSE_AFTER_FAILURES", "2"),
+                      ("ARENA_WEBHOOK_PAUSE_SECONDS", "1"), ("ARENA_WEBHOOK_PAUSE_MAX_SECONDS", "1")):
+    os.environ.setdefault(_name, _value)
 
 
 def embedded_redis_url(folder: Path) -> Iterator[str]:

@@ -213,7 +213,7 @@ def test_a_bad_move_is_refused_with_a_clear_error_and_changes_nothing(table, unc
     unchanged(table.id)
     error = graphql_error(table.submit(move), code, *fragments)
     if code == "ILLEGAL_MOVE":
-        assert error["extensions"]["legalMoves"] == [{"bid": 0}, {"bid": 1}]
+        assert error["extensions"]["legalMoves"] == [{"bid": b, "card": None, "trump": None} for b in (0, 1)]
     # and the seat may still make its move
     unchanged.check()
     assert [m["bid"] for m in table.state(table.actor)["legalMoves"]] == [0, 1]
@@ -311,7 +311,7 @@ def test_bad_seats_and_house_bots_are_refused(api, redis_client, unchanged):
     graphql_error(gql(api, JOIN, {"m": match_id, "s": 2**31}, other), "BAD_INPUT", "32-bit")
     graphql_error(gql(api, JOIN, {"m": match_id, "s": "1"}, other), "BAD_INPUT", "Int")
     graphql_error(gql(api, JOIN, {"m": match_id, "s": 1}, other), "BAD_INPUT", "seat 1 is taken", "free seats: [0, 2]")
-    graphql_error(gql(api, JOIN, {"m": match_id}, seated), "BAD_INPUT", "already sit in seat 1")
+    graphql_error(gql(api, JOIN, {"m": match_id, "s": 0}, seated), "BAD_INPUT", "already sit in seat 1", "leaveMatch")
     graphql_error(gql(api, JOIN, {"m": match_id}), "UNAUTHENTICATED")
     graphql_error(gql(api, ADD_HOUSE, {"m": match_id, "k": "GENIUS"}, creator), "BAD_INPUT", "GENIUS", "HouseBotKind")
     graphql_error(gql(api, ADD_HOUSE, {"m": match_id, "k": "random"}, creator), "BAD_INPUT", "HouseBotKind")
@@ -655,7 +655,7 @@ def test_bad_rest_moves_are_refused_and_change_nothing(api, table, unchanged, bo
     )
     error = rest_error(response, status, code, *fragments)
     if code == "ILLEGAL_MOVE":
-        assert error["legalMoves"] == [{"bid": 0}, {"bid": 1}]
+        assert error["legalMoves"] == [{"bid": b, "card": None, "trump": None} for b in (0, 1)]
 
 
 def test_rest_moves_out_of_turn_or_from_outside(api, table, unchanged):

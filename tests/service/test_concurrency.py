@@ -282,10 +282,9 @@ def test_one_bot_joining_many_times_at_once_gets_one_seat(api, redis_client):
 
     answers = at_once(api, [(JOIN, {"m": match_id}, token)] * 10)
 
-    codes = [error_code(a) for a in answers]
-    assert codes.count(None) == 1, answers
-    assert set(codes) - {None} == {"BAD_INPUT"}
-    assert all("already sit" in a["errors"][0]["message"] for a in answers if a.get("errors"))
+    # a join is idempotent: every one of them answers the one seat the bot got
+    assert [error_code(a) for a in answers] == [None] * 10, answers
+    assert len({a["data"]["joinMatch"]["mySeat"] for a in answers}) == 1
     seats = [s["bot"]["id"] for s in view(api, match_id)["seats"] if s["bot"]]
     assert seats == [bot_id]
     assert events(redis_client, match_id) == logged + 1

@@ -329,12 +329,14 @@ def test_join_match(api):
         (bots[2][0], 0, "BAD_INPUT"),  # taken
         (bots[2][0], 3, "BAD_INPUT"),  # no such seat
         (bots[2][0], -1, "BAD_INPUT"),
-        (bots[0][0], None, "BAD_INPUT"),  # already seated
-        (bots[0][0], 1, "BAD_INPUT"),
+        (bots[0][0], 1, "BAD_INPUT"),  # seated in seat 2 already: another seat is refused
     ]
     for token, seat, expected in refusals:
         body = api.gql(JOIN, {"m": match_id, "s": seat}, token)
         assert code(body) == expected, (seat, body)
+        frozen.check()
+    for seat in (None, 2):  # joining again is answered with the seat it has, and changes nothing
+        assert api.join(bots[0][0], match_id, seat) == frozen.views[0]
         frozen.check()
     assert code(api.gql(JOIN, {"m": "no-such-match", "s": None}, bots[2][0])) == "NOT_FOUND"
     assert code(api.gql(JOIN, {"m": match_id, "s": None})) == "UNAUTHENTICATED"
@@ -468,7 +470,7 @@ def test_an_illegal_card_is_refused_with_the_legal_moves(api):
         body = api.submit(tokens[2], match_id, mv)
         err = error(body)
         assert err["extensions"]["code"] == "ILLEGAL_MOVE", body
-        assert err["extensions"]["legalMoves"] == [{"card": "R3"}]
+        assert err["extensions"]["legalMoves"] == [{"bid": None, "card": "R3", "trump": None}]
         assert "R3" in err["message"]
         frozen.check()
     answer = move(api, tokens[2], match_id, {"card": "R3"})
@@ -482,7 +484,7 @@ def test_an_illegal_bid_is_refused_with_the_legal_moves(api):
     for mv in ({"bid": 2}, {"bid": -1}, {"bid": 20}, {"card": "R5"}, {"card": "R7"}, {"trump": "BLUE"}):
         err = error(api.submit(tokens[0], match_id, mv))
         assert err["extensions"]["code"] == "ILLEGAL_MOVE", (mv, err)
-        assert err["extensions"]["legalMoves"] == [{"bid": 0}, {"bid": 1}]
+        assert err["extensions"]["legalMoves"] == [{"bid": b, "card": None, "trump": None} for b in (0, 1)]
         assert "bid 0" in err["message"] and "bid 1" in err["message"]
         frozen.check()
 

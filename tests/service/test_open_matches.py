@@ -26,6 +26,7 @@ from service.store.matches import MatchStore
 from service.store.script_line import ScriptLine
 from tests.service.arena_client import first_legal, wait_until
 from tests.service.conftest import first_action, house, live_match
+from tests.service.test_tournaments import consenting
 
 AWAIT = "query($m: ID!) { awaitTurn(matchId: $m, timeoutMs: 10000) { status version legalMoves { bid card trump } } }"
 
@@ -160,6 +161,8 @@ def test_a_match_created_with_seats_taken_is_noted_for_its_bots(redis_url, redis
 def test_a_tournament_match_is_in_each_seated_bots_open_matches_and_the_bots_are_told(api, services, redis_client):
     bots = [api.register() for _ in range(3)]
     creator = Caller(bots[0][1], "creator")
+    for token, _ in bots[1:]:  # the creator names itself and two bots that accept every invitation
+        consenting(api, token)
     listener = Listener(redis_client, *(bot_channel(bot_id) for _, bot_id in bots))
 
     async def work() -> str:

@@ -26,7 +26,7 @@ from rq import Queue
 from ranking.ratings import INITIAL_RATING, elo_update
 from service.store.keys import history_key
 from tests.service.arena_client import REPO
-from tests.service.test_tournaments import Player, check_standings, create, get, wait_status, wait_until
+from tests.service.test_tournaments import Player, check_standings, consenting, create, get, wait_status, wait_until
 from worker import jobs
 
 RULESET = "WIZARD_JUNIOR"
@@ -298,6 +298,8 @@ def test_the_fitted_leaderboard_after_a_tournament_and_after_refit(api, worker, 
     ruleset = "WIZARD_JUNIOR_CLASSIC"
     creator, _ = api.register()
     entrants = [api.register() for _ in range(2)]
+    for token, _ in entrants:
+        consenting(api, token)
     with Player(api, entrants[0][0]), Player(api, entrants[1][0]):
         t = create(api, creator, ruleset=ruleset, format="ROUND_ROBIN", rounds=2, playersPerMatch=4,
                    bots=[bot_id for _, bot_id in entrants], houseBots=["HEURISTIC", "RANDOM"])

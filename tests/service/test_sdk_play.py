@@ -297,3 +297,40 @@ def test_a_turn_failing_in_one_match_holds_up_no_other(api, worker, players, tmp
     # every bid of that match (and, on a loaded machine, maybe a move right after one: 500 ms is short)
     assert finals[0]["seats"][0]["timeouts"] >= finals[0]["rounds"]
     assert all(s["timeouts"] == 0 for f in finals[1:] for s in f["seats"])
+
+
+def test_a_rolling_restart_of_the_api_loses_and_doubles_no_move(start_api, worker, players):
+    """Two API processes behind one address (a TCP proxy, as a load balancer would be): while
+    four SDK bots play, new connections go to the second and the first is stopped (SIGTERM: it
+    drains, its long polls answer and its WebSockets close with 1001); the bots play on through
+    the second; then a fresh process replaces the second the same way. No move is lost (a lost
+    one would have timed out), none is applied twice, and no bot saw an error."""
+    old, new = start_api(), start_api()
+    proxy = TcpProxy(old.port)
+    tokens = [old.register()[0] for _ in range(4)]
+    match_id = old.create_match(tokens[0], ruleset="WIZARD_JUNIOR", players=4, moveTimeoutMs=10_000)
+    for token in tokens:
+        old.join(token, match_id)
+    processes = [players(proxy.url, token, bot) for token, bot in zip(tokens, ["heuristic", "random"] * 2, strict=True)]
+
+    def moves(api: Api) -> int:
+        return int(api.match(match_id)["movesMade"])
+
+    wait_until(lambda: moves(new) >= 20, "the bots to play through the first process", timeout=60)
+    proxy.upstream_port = new.port
+    old.process.stop()  # SIGTERM
+    restarted_at = moves(new)
+    wait_until(lambda: moves(new) >= restarted_at + 20, "the bots to play on through the second", timeout=60)
+    replacement = start_api()
+    proxy.upstream_port = replacement.port
+    new.process.stop()
+    final = follow_to_end(replacement, match_id)
+
+    assert final["status"] == "FINISHED", final
+    assert [s["timeouts"] for s in final["seats"]] == [0, 0, 0, 0]
+    record = replacement.http.get(f"/api/matches/{match_id}/record").json()
+    assert len(record["moves"]) == final["movesMade"] and not any(n["byServer"] for n in record["moveNotes"])
+    logs = [p.output() for p in processes]
+    assert all("playing as" in log and "ERROR" not in log and "Traceback" not in log for log in logs), logs
+    assert all("Traceback" not in api.process.output() for api in (old, new))  # each drained and stopped cleanly
+    assert proxy.connections > len(processes)  # the bots did connect again, to the next process

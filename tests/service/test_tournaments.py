@@ -76,7 +76,7 @@ class Workers:
         self.current = start()
 
     def kill_everything(self) -> None:
-        """SIGKILL the worker and every process under it (RQ's work-horse, its scheduler), as
+        """SIGKILL the worker and every process under it (RQ's work-horse), as
         when its machine dies: nothing of it finishes what it was doing."""
         pid = self.current.popen.pid
         os.kill(pid, signal.SIGSTOP)  # frozen: it forks nothing new while its children are found
@@ -131,6 +131,12 @@ def create(api: Any, token: str, **spec: Any) -> dict[str, Any]:
     spec.setdefault("name", f"t-{os.urandom(3).hex()}")
     spec.setdefault("ruleset", "WIZARD_JUNIOR")
     return api.data(CREATE, {"i": spec}, token)["createTournament"]  # type: ignore[no-any-return]
+
+
+def consenting(api: Any, token: str) -> None:
+    """The bot accepts every invitation from now on: a bot named in createTournament's ``bots``
+    is invited, and enters only by its own act (test_invitations.py)."""
+    api.data("mutation { setInvitationPolicy(policy: ACCEPT_ALL) }", {}, token)
 
 
 def get(api: Any, tid: str, token: str | None = None) -> dict[str, Any]:
@@ -283,7 +289,7 @@ def test_a_round_robin_scheduled_ahead_waits_then_runs_to_the_end(api, worker):
         assert running["status"] in ("RUNNING", "FINISHED")
         assert ms(running["startedAt"]) >= ms(running["startsAt"])
         late, _ = api.register()  # ... and not after
-        assert api.error_code(JOIN, {"t": tid}, late) == "MATCH_NOT_ACTIVE"
+        assert api.error_code(JOIN, {"t": tid}, late) == "TOURNAMENT_NOT_OPEN"
         final = wait_status(api, tid, "FINISHED", timeout=40)
     assert p1.errors == [] and p2.errors == [] and p1.moves > 0 and p2.moves > 0
 
@@ -302,8 +308,8 @@ def test_a_round_robin_scheduled_ahead_waits_then_runs_to_the_end(api, worker):
                 assert seat["timeouts"] == 0 and seat["houseBot"] is None
             else:
                 assert seat["houseBot"] in ("HEURISTIC", "RANDOM")
-    assert api.error_code(JOIN, {"t": tid}, late) == "MATCH_NOT_ACTIVE"
-    assert api.error_code(CANCEL, {"t": tid}, creator) == "MATCH_NOT_ACTIVE"  # finished: too late to cancel
+    assert api.error_code(JOIN, {"t": tid}, late) == "TOURNAMENT_NOT_OPEN"
+    assert api.error_code(CANCEL, {"t": tid}, creator) == "TOURNAMENT_OVER"  # finished: too late to cancel
 
 
 def test_only_the_creator_cancels_and_a_cancelled_tournament_takes_nobody(api, worker):
@@ -319,8 +325,8 @@ def test_only_the_creator_cancels_and_a_cancelled_tournament_takes_nobody(api, w
     cancelled = api.data(CANCEL, {"t": tid}, creator)["cancelTournament"]
     assert cancelled["status"] == "CANCELLED" and cancelled["finishedAt"] is not None and cancelled["matches"] == []
     assert get(api, tid)["status"] == "CANCELLED"
-    assert api.error_code(JOIN, {"t": tid}, api.register()[0]) == "MATCH_NOT_ACTIVE"
-    assert api.error_code(CANCEL, {"t": tid}, creator) == "MATCH_NOT_ACTIVE"
+    assert api.error_code(JOIN, {"t": tid}, api.register()[0]) == "TOURNAMENT_NOT_OPEN"
+    assert api.error_code(CANCEL, {"t": tid}, creator) == "TOURNAMENT_OVER"
     assert other_id in [e["id"] for e in get(api, tid)["entrants"]]
     for code, mutation in (("NOT_FOUND", JOIN), ("NOT_FOUND", CANCEL)):
         assert api.error_code(mutation, {"t": "no-such-tournament"}, creator) == code
@@ -354,6 +360,7 @@ def test_a_running_tournament_cancelled_by_its_creator_starts_no_more_matches(ap
 def test_a_duplicate_set_cut_short_by_a_cancel_is_unsealed_once_its_last_match_ends(api, worker, redis_client):
     creator, _ = api.register()
     token, bot_id = api.register()
+    consenting(api, token)
     t = create(api, creator, format="ROUND_ROBIN", rounds=2, playersPerMatch=3, duplicate=True,
                bots=[bot_id], houseBots=["HEURISTIC", "RANDOM"])
     tid = t["id"]
@@ -381,7 +388,8 @@ def test_a_duplicate_set_cut_short_by_a_cancel_is_unsealed_once_its_last_match_e
 def test_an_entrant_that_never_moves_is_timed_out_and_the_tournament_still_ends(start_api, worker):
     fast = start_api(ARENA_MIN_MOVE_TIMEOUT_MS="10")
     creator, _ = fast.register()
-    _, silent_id = fast.register()
+    silent, silent_id = fast.register()
+    consenting(fast, silent)  # (it accepts, then never moves)
     t = create(fast, creator, format="ROUND_ROBIN", rounds=1, playersPerMatch=3, moveTimeoutMs=20,
                bots=[silent_id], houseBots=["HEURISTIC", "RANDOM"])
     final = wait_status(fast, t["id"], "FINISHED", timeout=30)
@@ -461,6 +469,7 @@ def test_an_arena_keeps_making_tables_until_its_time_is_up(api, worker):
 def test_a_duplicate_set_rotates_the_seats_over_the_same_deals_and_stays_sealed_until_complete(api, worker, redis_client):
     creator, _ = api.register()
     token, bot_id = api.register()
+    consenting(api, token)
     t = create(api, creator, format="ROUND_ROBIN", rounds=1, playersPerMatch=3, duplicate=True,
                bots=[bot_id], houseBots=["HEURISTIC", "RANDOM"])
     tid = t["id"]

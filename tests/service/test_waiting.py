@@ -64,6 +64,11 @@ class Polls:
 
         return self.loop.run_until_complete(all_of())
 
+    def ended(self, polls: list[Poll]) -> list[tuple[int, Any]]:
+        """The answers of those of ``polls`` that have been answered (for a failure's message)."""
+        ended = [poll for poll in polls if poll[0].at_eof() or len(poll[0]._buffer)]  # type: ignore[attr-defined]
+        return self.answers(ended, timeout=5) if ended else []
+
     def close(self) -> None:
         async def close_all() -> None:
             for _, writer in self.open:
@@ -150,14 +155,16 @@ def test_a_redis_restart_while_a_thousand_wait_misses_nothing(tmp_path: Path):
     server = EmbeddedRedis(tmp_path / "redis", appendonly=True)
     url = server.start()
     port = free_port()
-    process = Process(["serve", "--port", str(port), "--log-level", "warning"], {**os.environ, "REDIS_URL": url},
-                      tmp_path / "serve.log")
+    # the polls must outlast the test however slow the machine is (a poll that timed out at the
+    # server's bound, 30 s by default, would leave the wait it asserts is still open)
+    env = {**os.environ, "REDIS_URL": url, "ARENA_AWAIT_TURN_MAX_MS": "600000"}
+    process = Process(["serve", "--port", str(port), "--log-level", "warning"], env, tmp_path / "serve.log")
     api = Api(process, port)
     held = Polls(port)
     try:
         api.wait_healthy()
         tokens = [api.register()[0] for _ in range(10)]
-        waiting = {token: held.start(token, 100) for token in tokens}  # on all their matches: none yet
+        waiting = {token: held.start(token, 100, timeout_ms=600_000) for token in tokens}  # all their matches: none yet
         wait_for_waits(api, 1_000)
 
         server.process.kill()  # as a crash would
@@ -173,7 +180,9 @@ def test_a_redis_restart_while_a_thousand_wait_misses_nothing(tmp_path: Path):
         api.add_house_bot(chosen, match_id, "RANDOM")
         for status, turn in held.answers(waiting[chosen]):
             assert status == 200 and turn["id"] == match_id and turn["mySeat"] == 0, turn
-        assert waits_open(api) == 900  # the others wait on, unharmed
+        others = [poll for token, polls in waiting.items() if token != chosen for poll in polls]
+        open_now = waits_open(api)
+        assert open_now == 900, (open_now, held.ended(others)[:5], process.output()[-3000:])  # the others wait on
     finally:
         held.close()
         api.close()

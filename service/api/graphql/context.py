@@ -6,6 +6,7 @@ from functools import cached_property
 from typing import Any
 
 from service.api.graphql.loaders import Loaders
+from service.api.rate_limit_headers import request_allowance
 from service.domain.bots import bearer_token
 from service.domain.matches import Caller
 from service.domain.services import Services
@@ -30,7 +31,7 @@ class RequestContext:
     @cached_property
     def loaders(self) -> Loaders:
         """Batched reads, made when a request first needs them."""
-        return Loaders(self.services.ratings)
+        return Loaders(self.services.ratings, self.services.bots)
 
     async def optional_caller(self) -> Caller | None:
         """The authenticated bot, or None for a request without a token. Over HTTP once per
@@ -43,7 +44,8 @@ class RequestContext:
                 if given is not None and not isinstance(given, str):
                     raise Unauthenticated("connection_init's token must be a string")
                 token = given
-            self._caller = await self.services.bots.authenticate(token)
+            allowance = None if self.connection_params is not None else request_allowance(self.request)
+            self._caller = await self.services.bots.authenticate(token, allowance)
         return self._caller
 
     @property

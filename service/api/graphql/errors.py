@@ -76,9 +76,14 @@ class ErrorCodes(SchemaExtension):
     def _code(self, result: object) -> None:
         errors = getattr(result, "errors", None)
         if errors:
+            metrics = getattr(self.execution_context.context, "services", None)
+            outages = getattr(metrics, "outages", None)
+            if outages is not None:  # Redis or the archive away: logged once, not per request
+                for e in errors:
+                    if e.original_error is not None:
+                        outages.report(e.original_error)
             coded = [coded_error(e) for e in errors]
             result.errors = coded  # type: ignore[attr-defined]
-            metrics = getattr(self.execution_context.context, "services", None)
             if metrics is not None:
                 for e in coded:
                     metrics.metrics.error(e.extensions["code"])  # type: ignore[index]

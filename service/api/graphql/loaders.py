@@ -10,12 +10,16 @@ from typing import Any
 
 from strawberry.dataloader import DataLoader
 
+from service.domain.bots import BotProfile, BotService
 from service.domain.ratings import RatingService
 
 
 class Loaders:
-    def __init__(self, ratings: RatingService) -> None:
+    def __init__(self, ratings: RatingService, bots: BotService) -> None:
         self._ratings = ratings
+        self._bots = bots
+        #: a bot's id -> its profile (description, homepage, retired; None: no such bot)
+        self.profiles: DataLoader[str, BotProfile | None] = DataLoader(self._profiles, cache=False)
         #: a bot's id -> its current rating per ruleset
         self.ratings: DataLoader[str, list[dict[str, Any]]] = DataLoader(self._current, cache=False)
         #: (bot, ruleset, last) -> its latest ``last`` history points
@@ -23,6 +27,9 @@ class Loaders:
 
     async def _current(self, bot_ids: Sequence[str]) -> list[list[dict[str, Any]]]:
         return await self._ratings.current(bot_ids)
+
+    async def _profiles(self, bot_ids: Sequence[str]) -> list[BotProfile | None]:
+        return await self._bots.profiles(list(bot_ids))
 
     async def _histories(self, wanted: Sequence[tuple[str, str, int]]) -> list[list[dict[str, Any]]]:
         return await self._ratings.histories(wanted)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Annotated, Any
 
 import strawberry
@@ -20,6 +21,7 @@ from service.api.graphql.context import RequestContext
 from service.api.graphql.documents import DocumentCache, Documents
 from service.api.graphql.errors import ErrorCodes
 from service.api.graphql.execution import ArenaExecutionContext
+from service.api.graphql.invitation_types import INVITATIONS, Invitation, TurnOrInvitation, invitation_type
 from service.api.graphql.limits import DocumentMeter, Limits
 from service.api.graphql.tournament_types import (
     LEADERBOARD,
@@ -32,6 +34,7 @@ from service.api.graphql.tournament_types import (
 )
 from service.api.graphql.types import (
     LISTING,
+    TOKENS,
     Bot,
     BotRegistration,
     CreateMatchInput,
@@ -40,13 +43,21 @@ from service.api.graphql.types import (
     MatchFilter,
     MoveInput,
     PageInfo,
+    TokenGrant,
+    TokenInfo,
+    UpdateBotInput,
+    Webhook,
+    WebhookGrant,
     match_connection,
     match_type,
 )
-from service.domain.matches import Caller, NewMatch
+from service.domain.invitations import InvitationToTournament
+from service.domain.matches import Caller, NewMatch, TurnWait, WaitEnd
 from service.domain.ratings import RatingMethod
 from service.domain.tournaments import NewTournament
 from service.errors import BadInput, NotFound
+from service.metrics import operation_label
+from service.model.invitation import InvitationPolicy, InvitationStatus
 from service.model.live_match import HouseBotKind, LiveMatch
 from service.model.tournament import TournamentStatus
 from service.settings import Settings
@@ -57,6 +68,32 @@ Ctx = Info[RequestContext, None]
 
 def _for(live: LiveMatch, caller: Caller | None) -> Match:
     return match_type(live, live.seat_of(caller.bot_id) if caller else None)
+
+
+strawberry.enum(WaitEnd, name="TurnWaitReason", description="Why a wait for a turn ended.")
+
+
+@strawberry.type(name="TurnWait", description="nextTurn's answer: why the wait ended, and the match as the caller sees it then.")
+class TurnWaitResult:
+    reason: WaitEnd = strawberry.field(
+        description="YOUR_TURN: the caller has a move to make in `match`; TIMED_OUT: timeoutMs passed first; "
+        "MATCH_OVER: the match waited on is FINISHED or ABORTED; INVITATION (asked for with invitations: true): "
+        "`invitation` waits for the caller's answer."
+    )
+    match: Match | None = strawberry.field(
+        description="The match where it is the caller's turn; the match waited on (matchId) when it is over or the "
+        "time ran out; null when a wait on all the caller's matches timed out."
+    )
+    invitation: Invitation | None = strawberry.field(
+        default=None, description="With reason INVITATION: the invitation waiting for the caller's answer."
+    )
+
+
+def _wait(wait: TurnWait, caller: Caller, invited: InvitationToTournament | None = None) -> TurnWaitResult:
+    return TurnWaitResult(
+        reason=wait.reason, match=None if wait.match is None else _for(wait.match, caller),
+        invitation=None if invited is None else invitation_type(invited),
+    )
 
 
 def _epoch_ms(moment: datetime | None) -> int | None:
@@ -78,10 +115,10 @@ class Query:
         caller = await info.context.optional_caller()
         return None if caller is None else Bot(id=strawberry.ID(caller.bot_id), name=caller.name)
 
-    @strawberry.field
+    @strawberry.field(description="A bot by its id: a registered one, or a house bot (`house-heuristic`, ...).")
     async def bot(self, info: Ctx, id: strawberry.ID) -> Bot | None:
-        found = await info.context.services.bots.get(str(id))
-        return None if found is None else Bot(id=strawberry.ID(found["id"]), name=found["name"])
+        found = await info.context.services.bots.profile(str(id))
+        return None if found is None else Bot(id=strawberry.ID(found.id), name=found.name)
 
     @strawberry.field(description="The caller's view of a match: a seated bot sees its own seat's cards.")
     async def match(self, info: Ctx, id: strawberry.ID) -> Match | None:
@@ -102,6 +139,27 @@ class Query:
             caller, None if match_id is None else str(match_id), timeout_ms
         )
         return None if live is None else _for(live, caller)
+
+    @strawberry.field(
+        description="awaitTurn that says why it ended: the caller's turn (in matchId, or in any of its matches), "
+        "timeoutMs passed (bounded by the server), or the match waited on is over."
+    )
+    async def next_turn(
+        self, info: Ctx, match_id: strawberry.ID | None = None, timeout_ms: int | None = None,
+        invitations: Annotated[bool, strawberry.argument(description=(
+            "Also end the wait on an invitation to a tournament waiting for an answer (reason INVITATION; one "
+            "pending already answers at once): for bots that wait on all their matches (no matchId)."
+        ))] = False,
+    ) -> TurnWaitResult:
+        caller = await info.context.caller()
+        services = info.context.services
+        if invitations:
+            if match_id is not None:
+                raise BadInput("invitations: true waits on all your matches: leave matchId out")
+            wait, invited = await services.invitations.next_turn_or_invitation(caller, timeout_ms)
+            return _wait(wait, caller, invited)
+        wait = await services.matches.next_turn(caller, None if match_id is None else str(match_id), timeout_ms)
+        return _wait(wait, caller)
 
     @strawberry.field(
         description="Matches newest first, live and archived in one list, as the caller may see them: `first` "
@@ -139,6 +197,18 @@ class Query:
             return None
 
     @strawberry.field(
+        description="The authenticated bot's invitations to tournaments, newest first (those whose tournaments "
+        f"are still live): `first` of them (default {INVITATIONS.default}, at most {INVITATIONS.size}) with "
+        "`status` (any when left out).",
+        metadata=INVITATIONS.metadata(),
+    )
+    async def invitations(
+        self, info: Ctx, status: InvitationStatus | None = None, first: int = INVITATIONS.default,  # type: ignore[assignment]
+    ) -> list[Invitation]:
+        caller = await info.context.caller()
+        return [invitation_type(i) for i in await info.context.services.invitations.of(caller, status, first)]
+
+    @strawberry.field(
         description="Bots by rating, highest first (method: which rating; default ELO).",
         metadata=LEADERBOARD.metadata(),
     )
@@ -147,8 +217,6 @@ class Query:
         method: RatingMethod = RatingMethod.ELO,
     ) -> list[LeaderboardEntry]:
         LEADERBOARD.check(first)
-        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= 1_000_000:
-            raise BadInput(f"offset must be from 0 to 1000000, not {offset!r}")
         rows = await info.context.services.ratings.leaderboard(ruleset.value, method, first, offset)
         return [
             LeaderboardEntry(
@@ -161,10 +229,69 @@ class Query:
 
 @strawberry.type
 class Mutation:
-    @strawberry.mutation(description="Registers a bot; the token is shown once and only its hash is kept.")
-    async def register_bot(self, info: Ctx, name: str, secret: str | None = None) -> BotRegistration:
-        token, bot = await info.context.services.bots.register(name, secret, info.context.address)
-        return BotRegistration(token=token, bot=Bot(id=strawberry.ID(bot["id"]), name=bot["name"]))
+    @strawberry.mutation(
+        description="Registers a bot; the token is shown once and only its hash is kept. With `webhook`, the bot is "
+        "called at that URL when it must act (as setWebhook), and webhookSecret is its signing secret."
+    )
+    async def register_bot(
+        self, info: Ctx, name: str, secret: str | None = None, webhook: str | None = None
+    ) -> BotRegistration:
+        services = info.context.services
+        if webhook is not None:
+            services.webhooks.check(webhook)  # before the bot exists: a bad URL registers nothing
+        token, bot = await services.bots.register(name, secret, info.context.address)
+        signing = None
+        if webhook is not None:
+            signing, _ = await services.webhooks.set(Caller(bot["id"], bot["name"]), webhook)
+        return BotRegistration(
+            token=token, bot=Bot(id=strawberry.ID(bot["id"]), name=bot["name"]), webhook_secret=signing
+        )
+
+    @strawberry.mutation(
+        description="The server calls this http(s) URL when the caller must act, in any match or tournament (and when "
+        "its matches start and end), signed with the secret in the answer (shown only this once; a new one each "
+        "time). Replaces any webhook the bot had. README: Webhook bots."
+    )
+    async def set_webhook(self, info: Ctx, url: str) -> WebhookGrant:
+        caller = await info.context.caller()
+        secret, found = await info.context.services.webhooks.set(caller, url)
+        return WebhookGrant(secret=secret, webhook=Webhook.of(found))
+
+    @strawberry.mutation(description="No more webhook calls: the bot plays by asking again (idempotent).")
+    async def remove_webhook(self, info: Ctx) -> Bot:
+        caller = await info.context.caller()
+        await info.context.services.webhooks.remove(caller)
+        return Bot(id=strawberry.ID(caller.bot_id), name=caller.name)
+
+    @strawberry.mutation(description="Another token for the caller's bot, named after where it is used; shown once.")
+    async def create_token(self, info: Ctx, name: str) -> TokenGrant:
+        caller = await info.context.caller()
+        token, made = await info.context.services.bots.create_token(caller, name)
+        return TokenGrant(token=token, info=TokenInfo.of(made))
+
+    @strawberry.mutation(
+        description="Revokes one of the caller's tokens (not its last): it stops working at once. The tokens left.",
+        metadata=TOKENS.metadata(),
+    )
+    async def revoke_token(self, info: Ctx, id: strawberry.ID) -> list[TokenInfo]:
+        caller = await info.context.caller()
+        await info.context.services.bots.revoke_token(caller, str(id))
+        return [TokenInfo.of(t) for t in await info.context.services.bots.tokens(caller)]
+
+    @strawberry.mutation(description="Sets the caller's description and homepage (a field left out stays; \"\" clears).")
+    async def update_bot(self, info: Ctx, input: UpdateBotInput) -> Bot:
+        caller = await info.context.caller()
+        found = await info.context.services.bots.update(caller, input.description, input.homepage)
+        return Bot(id=strawberry.ID(found.id), name=found.name)
+
+    @strawberry.mutation(
+        description="Retires the caller's bot for good: no new matches, tournaments or tokens; matches under way play "
+        "on, and its name, history and ratings stay (retired: true)."
+    )
+    async def retire_bot(self, info: Ctx) -> Bot:
+        caller = await info.context.caller()
+        found = await info.context.services.bots.retire(caller)
+        return Bot(id=strawberry.ID(found.id), name=found.name)
 
     @strawberry.mutation(description="Creates a match; the creator is not seated by creating.")
     async def create_match(self, info: Ctx, input: CreateMatchInput) -> Match:
@@ -181,10 +308,29 @@ class Mutation:
         )
         return _for(await info.context.services.matches.create(caller, spec), caller)
 
-    @strawberry.mutation(description="Seats the caller (the given seat, or the lowest free one).")
+    @strawberry.mutation(
+        description="Seats the caller (the given seat, or the lowest free one). Idempotent: a bot already seated gets "
+        "the match (BAD_INPUT only if it asks for another seat than its own)."
+    )
     async def join_match(self, info: Ctx, match_id: strawberry.ID, seat: int | None = None) -> Match:
         caller = await info.context.caller()
         return _for(await info.context.services.matches.join(caller, str(match_id), seat), caller)
+
+    @strawberry.mutation(
+        description="Gives the caller's seat of a WAITING match back (idempotent: without a seat there, the match as it "
+        "is)."
+    )
+    async def leave_match(self, info: Ctx, match_id: strawberry.ID) -> Match:
+        caller = await info.context.caller()
+        return _for(await info.context.services.matches.leave(caller, str(match_id)), caller)
+
+    @strawberry.mutation(
+        description="Aborts a WAITING match (its creator only; idempotent): status ABORTED, abortReason says so. A "
+        "started match cannot be cancelled (MATCH_NOT_ACTIVE)."
+    )
+    async def cancel_match(self, info: Ctx, match_id: strawberry.ID) -> Match:
+        caller = await info.context.caller()
+        return _for(await info.context.services.matches.cancel(caller, str(match_id)), caller)
 
     @strawberry.mutation(description="Seats a built-in bot in the lowest free seat.")
     async def add_house_bot(self, info: Ctx, match_id: strawberry.ID, kind: HouseBotKind) -> Match:
@@ -225,15 +371,41 @@ class Mutation:
         )
         return tournament_type(await info.context.services.tournaments.create(caller, spec))
 
-    @strawberry.mutation(description="Enters the caller (until the tournament starts).")
+    @strawberry.mutation(
+        description="Enters the caller (until the tournament starts); accepts its invitation there, if it has one."
+    )
     async def join_tournament(self, info: Ctx, tournament_id: strawberry.ID) -> Tournament:
         caller = await info.context.caller()
         return tournament_type(await info.context.services.tournaments.join(caller, str(tournament_id)))
 
-    @strawberry.mutation(description="Cancels a tournament (its creator only); matches under way play on.")
-    async def cancel_tournament(self, info: Ctx, tournament_id: strawberry.ID) -> Tournament:
+    @strawberry.mutation(
+        description="Cancels a tournament (its creator only, with an optional reason, kept in cancelledReason); "
+        "matches under way play on."
+    )
+    async def cancel_tournament(self, info: Ctx, tournament_id: strawberry.ID, reason: str | None = None) -> Tournament:
         caller = await info.context.caller()
-        return tournament_type(await info.context.services.tournaments.cancel(caller, str(tournament_id)))
+        return tournament_type(await info.context.services.tournaments.cancel(caller, str(tournament_id), reason))
+
+    @strawberry.mutation(description="Accepts the caller's invitation: it enters the tournament (until the start).")
+    async def accept_invitation(self, info: Ctx, invitation_id: strawberry.ID) -> Invitation:
+        caller = await info.context.caller()
+        found = await info.context.services.tournaments.accept_invitation(caller, str(invitation_id))
+        return invitation_type(InvitationToTournament(*found))
+
+    @strawberry.mutation(description="Declines the caller's invitation (until the start), with an optional reason.")
+    async def decline_invitation(
+        self, info: Ctx, invitation_id: strawberry.ID, reason: str | None = None
+    ) -> Invitation:
+        caller = await info.context.caller()
+        found = await info.context.services.tournaments.decline_invitation(caller, str(invitation_id), reason)
+        return invitation_type(InvitationToTournament(*found))
+
+    @strawberry.mutation(
+        description="Sets the caller's standing answer to the invitations it gets from now on (default ASK)."
+    )
+    async def set_invitation_policy(self, info: Ctx, policy: InvitationPolicy) -> InvitationPolicy:
+        caller = await info.context.caller()
+        return await info.context.services.invitations.set_policy(caller, policy)
 
     @strawberry.mutation(description="Asks the workers to refit a ruleset's FITTED ratings from its whole history.")
     async def refit_ratings(self, info: Ctx, ruleset: Ruleset) -> bool:
@@ -257,7 +429,22 @@ class Subscription:
             yield _for(live, caller)
 
 
+    @strawberry.subscription(
+        description="myTurns and the bot's invitations on one stream: each Match where it now has to move, and "
+        "each Invitation: those PENDING when it subscribes, then every new one as it comes (whatever the "
+        "bot's policy answered)."
+    )
+    async def my_turns_and_invitations(self, info: Ctx) -> AsyncGenerator[TurnOrInvitation, None]:
+        caller = await info.context.caller()
+        async for item in info.context.services.invitations.turns_and_invitations(caller):
+            yield _for(item, caller) if isinstance(item, LiveMatch) else invitation_type(item)
+
+
 class ArenaSchema(strawberry.Schema):
+    @cached_property
+    def root_fields(self) -> frozenset[str]:
+        return root_fields(self._schema)
+
     async def execute(self, *args: Any, **kwargs: Any) -> ExecutionResult:
         # One execution is a query or a mutation; a subscription is a stream (WebSocket), and
         # executed once over HTTP it would fail inside. Refused instead, as a client error.
@@ -280,12 +467,31 @@ class ArenaSchema(strawberry.Schema):
         except CannotGetOperationTypeError:
             refused = None  # no operation of that name (or none at all): said below
         document = context.graphql_document
+        _note_operation(context, document, self.root_fields)
         if refused is None and document is not None:
             problem = operation_choice_problem(document, context._provided_operation_name)
             if problem is not None:
                 context.pre_execution_errors = [GraphQLError(problem, original_error=BadInput(problem))]
                 refused = PreExecutionError(data=None, errors=context.pre_execution_errors)
         return refused
+
+
+#: the request scope's key for the GraphQL operation's metrics label (service.api.app.RequestMetrics)
+OPERATION_SCOPE_KEY = "wizard_arena.operation"
+
+
+def root_fields(schema: GraphQLSchema) -> frozenset[str]:
+    """Every field of the schema's root types: the GraphQL operations' metric labels."""
+    roots = (schema.query_type, schema.mutation_type, schema.subscription_type)
+    return frozenset(name for root in roots if root is not None for name in root.fields)
+
+
+def _note_operation(context: ExecutionContext, document: DocumentNode | None, known: frozenset[str]) -> None:
+    """Tell the request's metrics which operation it runs (HTTP only: a WebSocket's operations
+    are streams, not timed requests)."""
+    scope = getattr(getattr(context.context, "request", None), "scope", None)
+    if scope is not None and scope.get("type") == "http":
+        scope[OPERATION_SCOPE_KEY] = operation_label(document, context._provided_operation_name, known)
 
 
 def operation_choice_problem(document: DocumentNode, operation_name: str | None) -> str | None:

@@ -57,6 +57,10 @@ class Tournament:
     duplicate: bool
     status: TournamentStatus
     created_by: strawberry.ID
+    cancelled_reason: str | None = strawberry.field(
+        description="Why it was cancelled: by its creator (with the reason given), or at the start for want of "
+        "entrants (null unless CANCELLED)."
+    )
     entrants: list[Bot] = strawberry.field(metadata=ListBound(MAX_ENTRANTS).metadata())
     standings: list[Standing] = strawberry.field(metadata=ListBound(MAX_ENTRANTS).metadata())
     domain: strawberry.Private[DomainTournament]
@@ -97,6 +101,7 @@ def tournament_type(t: DomainTournament) -> Tournament:
         duplicate=spec.duplicate,
         status=t.status,
         created_by=strawberry.ID(spec.created_by),
+        cancelled_reason=t.cancelled_reason,
         entrants=entrants,
         standings=[
             Standing(rank=r.rank, bot=entrants[r.entrant], points=r.points, matches=r.matches, score=r.score)
@@ -130,9 +135,10 @@ class CreateTournamentInput:
     duplicate: bool = strawberry.field(
         default=False, description="Replay each set of deals with the seats rotated (one match per seat)."
     )
-    bots: list[strawberry.ID] = strawberry.field(default_factory=list, description="Entrants; more may join until the start.")
+    bots: list[strawberry.ID] = strawberry.field(default_factory=list, description="Bots invited to enter: each enters when it accepts (at once under its ACCEPT_ALL policy; "
+        "the creator naming itself enters at once). More may join until the start.")
     house_bots: list[HouseBotKind] = strawberry.field(
-        default_factory=list, description="House bots entered as entrants of their own (kinds: RANDOM, HEURISTIC)."
+        default_factory=list, description="House bots entered as entrants of their own (kinds: RANDOM, HEURISTIC, SEARCH)."
     )
 
 

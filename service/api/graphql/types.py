@@ -14,10 +14,12 @@ from strawberry.types.arguments import InputContext
 
 from service.api.graphql.context import RequestContext
 from service.api.graphql.limits import ListBound
-from service.domain import listings
+from service.domain import bots, listings, webhooks
 from service.domain.listings import DEFAULT_FIRST, MAX_FIRST
-from service.errors import BadInput
+from service.errors import BadInput, Forbidden
+from service.model.invitation import InvitationPolicy
 from service.model.live_match import HouseBotKind, LiveMatch, MatchStatus
+from service.store.clock import now_ms
 from wizard import MatchView, Phase, Ruleset, Suit, Variant
 from wizard.rules import RULESETS, SINGLE_SUIT_EXTRA_CARDS, SINGLE_SUIT_ROUNDS
 
@@ -33,14 +35,22 @@ RATING_HISTORY = ListBound(10_000, argument="last", default=1_000)
 #: its ``edges`` are bounded by 1 (the page is counted once, at ``first``)
 LISTING = ListBound(MAX_FIRST, argument="first", default=DEFAULT_FIRST)
 EDGES = ListBound(1)
+#: a bot's tokens
+TOKENS = ListBound(bots.MAX_TOKENS_PER_BOT)
 
 # The engine's and the model's enums are the schema's: registered here under their names.
 strawberry.enum(Ruleset, name="Ruleset", description="The rule texts a match follows (RULES.md).")
 strawberry.enum(Variant, name="Variant", description="Optional rules (RULES.md).")
+strawberry.enum(webhooks.WebhookStatus, name="WebhookStatus", description="A webhook's health.")
 strawberry.enum(Suit, name="Suit", description="Card codes use the suit's first letter.")
 strawberry.enum(Phase, name="Phase")
 strawberry.enum(MatchStatus, name="MatchStatus")
 strawberry.enum(HouseBotKind, name="HouseBotKind", description="Built-in bots the server plays itself.")
+strawberry.enum(
+    InvitationPolicy, name="InvitationPolicy",
+    description="A bot's standing answer to each invitation it gets: ACCEPT_ALL enters it at once, DECLINE_ALL "
+    "declines at once, ASK (the default) leaves the invitation PENDING for the bot to answer.",
+)
 
 
 @strawberry.type(description="A bot's rating under one ruleset (filled by rated matches).")
@@ -50,10 +60,110 @@ class Rating:
     games: int
 
 
-@strawberry.type(description="A registered bot, or a house bot sitting in a match.")
+@strawberry.type(description="One of a bot's tokens; its secret is shown only by createToken, once.")
+class TokenInfo:
+    id: strawberry.ID
+    name: str
+    created_at: datetime
+    last_used_at: datetime | None = strawberry.field(
+        description="When a request last used it (true to the server's rate-limit lease, half a second by default); "
+        "null: never used."
+    )
+
+    @classmethod
+    def of(cls, info: bots.TokenInfo) -> TokenInfo:
+        return cls(
+            id=strawberry.ID(info.id), name=info.name, created_at=_datetime(info.created_ms),  # type: ignore[arg-type]
+            last_used_at=_datetime(info.last_used_ms),
+        )
+
+
+@strawberry.type(description="A bot's webhook (setWebhook): the URL the server calls when the bot must act.")
+class Webhook:
+    url: str
+    status: webhooks.WebhookStatus = strawberry.field(
+        description="ACTIVE; FAILING (its last calls failed); PAUSED (called no more until pausedUntil: its seats "
+        "get the fallback move at their deadlines; the first call after tries it again)."
+    )
+    failures: int = strawberry.field(description="Calls that failed in a row (0 after one that went well).")
+    last_error: str | None = strawberry.field(description="Why the latest failed call failed; null: none failed.")
+    last_error_at: datetime | None
+    paused_until: datetime | None = strawberry.field(description="Set while (and after) it was paused.")
+
+    @classmethod
+    def of(cls, found: webhooks.WebhookInfo) -> Webhook:
+        return cls(
+            url=found.url, status=found.status, failures=found.failures, last_error=found.last_error,
+            last_error_at=_datetime(found.last_error_ms), paused_until=_datetime(found.paused_until_ms),
+        )
+
+
+@strawberry.type(description="setWebhook's answer: the signing secret is shown only this once.")
+class WebhookGrant:
+    secret: str = strawberry.field(
+        description="Keys the HMAC-SHA256 of each call's Wizard-Signature header (README: Webhook bots)."
+    )
+    webhook: Webhook
+
+
+@strawberry.type(description="createToken's answer: the token is shown only this once.")
+class TokenGrant:
+    token: str
+    info: TokenInfo
+
+
+@strawberry.type(description="A registered bot, or a house bot (house: true).")
 class Bot:
     id: strawberry.ID
     name: str
+
+    async def _profile(self, info: Info[RequestContext, None]) -> bots.BotProfile | None:
+        return await info.context.loaders.profiles.load(str(self.id))
+
+    @strawberry.field(description="A house bot: one the server plays itself (its kind in houseKind).")
+    def house(self) -> bool:
+        return bots.house_kind_of_id(str(self.id)) is not None
+
+    @strawberry.field(description="The house bot's kind; null for a registered bot.")
+    def house_kind(self) -> HouseBotKind | None:
+        kind = bots.house_kind_of_id(str(self.id))
+        return None if kind is None else HouseBotKind(kind)
+
+    @strawberry.field(description="What the bot says of itself (updateBot); null: nothing said.")
+    async def description(self, info: Info[RequestContext, None]) -> str | None:
+        found = await self._profile(info)
+        return None if found is None else found.description
+
+    @strawberry.field(description="The bot's http(s) homepage (updateBot); null: none given.")
+    async def homepage(self, info: Info[RequestContext, None]) -> str | None:
+        found = await self._profile(info)
+        return None if found is None else found.homepage
+
+    @strawberry.field(description="When the bot registered (null for a house bot).")
+    async def created_at(self, info: Info[RequestContext, None]) -> datetime | None:
+        found = await self._profile(info)
+        return None if found is None else _datetime(found.created_ms)
+
+    @strawberry.field(description="Retired (retireBot): it plays no more; its history and ratings stay.")
+    async def retired(self, info: Info[RequestContext, None]) -> bool:
+        found = await self._profile(info)
+        return found is not None and found.retired_ms is not None
+
+    @strawberry.field(description="When the bot retired; null while it has not.")
+    async def retired_at(self, info: Info[RequestContext, None]) -> datetime | None:
+        found = await self._profile(info)
+        return None if found is None else _datetime(found.retired_ms)
+
+    @strawberry.field(
+        description="The bot's tokens, oldest first, never their secrets: readable by the bot itself only (`me`); "
+        "FORBIDDEN for any other bot.",
+        metadata=TOKENS.metadata(),
+    )
+    async def tokens(self, info: Info[RequestContext, None]) -> list[TokenInfo]:
+        caller = await info.context.caller()
+        if caller.bot_id != str(self.id):
+            raise Forbidden("a bot's tokens are its own: read yours as me { tokens { id name } }")
+        return [TokenInfo.of(t) for t in await info.context.services.bots.tokens(caller)]
 
     @strawberry.field(
         description="Elo ratings per ruleset; empty until the bot has played a rated match.",
@@ -89,6 +199,27 @@ class Bot:
         return await match_connection(info, given, str(self.id), first, after)
 
     @strawberry.field(
+        description="The bot's standing answer to invitations (setInvitationPolicy): shown to the bot itself "
+        "only, null to anyone else."
+    )
+    async def invitation_policy(self, info: Info[RequestContext, None]) -> InvitationPolicy | None:
+        caller = await info.context.optional_caller()
+        if caller is None or caller.bot_id != str(self.id):
+            return None
+        return await info.context.services.invitations.policy(caller.bot_id)
+
+    @strawberry.field(
+        description="The bot's webhook (setWebhook) and its health: shown to the bot itself only, null to anyone "
+        "else (and while it has none)."
+    )
+    async def webhook(self, info: Info[RequestContext, None]) -> Webhook | None:
+        caller = await info.context.optional_caller()
+        if caller is None or caller.bot_id != str(self.id):
+            return None
+        found = await info.context.services.webhooks.info(caller.bot_id)
+        return None if found is None else Webhook.of(found)
+
+    @strawberry.field(
         description="The bot's figures over its finished matches under `ruleset` (from the archive: settled matches)."
     )
     async def stats(self, info: Info[RequestContext, None], ruleset: Ruleset) -> BotStats:
@@ -110,6 +241,9 @@ class RatingPoint:
 class BotRegistration:
     token: str
     bot: Bot
+    webhook_secret: str | None = strawberry.field(
+        default=None, description="With registerBot(webhook:), its signing secret (shown only this once); else null."
+    )
 
 
 @strawberry.type(description="A move: exactly one field is set.")
@@ -205,6 +339,19 @@ class Match:
         description="The server-drawn salt hashed with the seed into seedHash (lowercase hex), once the match has "
         "finished; null before, and for a match without one."
     )
+    time_left_ms: int | None = strawberry.field(
+        description="Milliseconds until `deadline` by the server's clock when this answer was made (0 once it has "
+        "passed); null when nobody has to act."
+    )
+    abort_reason: str | None = strawberry.field(
+        description="Why the match was aborted (cancelled by its creator, its seats not all taken in time); null "
+        "unless ABORTED."
+    )
+
+
+def time_left_ms(live: LiveMatch) -> int | None:
+    """``Match.timeLeftMs``: until the deadline, by the server's clock now."""
+    return None if live.deadline_ms is None else max(0, live.deadline_ms - now_ms())
 
 
 def _datetime(ms: int | None) -> datetime | None:
@@ -269,6 +416,8 @@ class LiveMatchType(Match):
     seed_hash = property(lambda self: self._live.state.seed_hash)
     seed = property(lambda self: self._view.seed)
     salt = property(lambda self: self._view.salt)
+    time_left_ms = property(lambda self: time_left_ms(self._live))
+    abort_reason = property(lambda self: self._live.abort_reason if self._live.status is MatchStatus.ABORTED else None)
 
     @property
     def seats(self) -> list[Seat]:  # type: ignore[override]
@@ -344,6 +493,12 @@ class MoveInput:
 
 
 MoveInput.__strawberry_definition__.from_input = MoveInput._from_input  # type: ignore[attr-defined]
+
+
+@strawberry.input(description="updateBot's input: a field left out stays as it is; an empty string clears it.")
+class UpdateBotInput:
+    description: str | None = strawberry.field(default=None, description="Up to 500 characters.")
+    homepage: str | None = strawberry.field(default=None, description="An http:// or https:// URL.")
 
 
 @strawberry.input
