@@ -94,6 +94,9 @@ def make_server(bot: Bot, secret: str, host: str = "127.0.0.1", port: int = 9000
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # the answer goes out as two writes (headers, then body): with Nagle's algorithm on, the
+        # body waits for the caller's delayed ACK of the headers, 40 ms on Linux, every move
+        disable_nagle_algorithm = True
 
         def do_POST(self) -> None:  # (http.server's name)
             length = int(self.headers.get("Content-Length") or 0)
