@@ -178,8 +178,10 @@ class Dispatcher:
     its commit to its request going out."""
 
     def __init__(self, services: Services, consumer: str | None = None,
-                 on_sent: Callable[[WebhookCall, float], None] | None = None) -> None:
+                 on_sent: Callable[[WebhookCall, float], None] | None = None,
+                 take_over_after_ms: int = TAKE_OVER_AFTER_MS) -> None:
         self.services = services
+        self.take_over_after_ms = take_over_after_ms
         settings = services.settings
         self.settings = settings
         self.store = services.webhooks.store
@@ -199,7 +201,8 @@ class Dispatcher:
         self.last_failures: list[str] = []
 
     async def run(self, stop: asyncio.Event) -> None:
-        next_take_over = time.monotonic() + TAKE_OVER_EVERY
+        take_over_every = min(TAKE_OVER_EVERY, self.take_over_after_ms / 3000)
+        next_take_over = time.monotonic() + take_over_every
         next_acknowledgement = 0.0
         joined = False
         # an outage of Redis only waits here, quietly: the worker's clock says it in the log, once
@@ -213,8 +216,8 @@ class Dispatcher:
                     for call in await self.store.next_calls(self.consumer, BATCH, BLOCK_MS):
                         self._start(call)
                     if time.monotonic() >= next_take_over:
-                        next_take_over = time.monotonic() + TAKE_OVER_EVERY
-                        for call in await self.store.take_over(self.consumer, TAKE_OVER_AFTER_MS):
+                        next_take_over = time.monotonic() + take_over_every
+                        for call in await self.store.take_over(self.consumer, self.take_over_after_ms):
                             self._start(call)
                     if time.monotonic() >= next_acknowledgement:  # by the batch: no round trip before each read
                         next_acknowledgement = time.monotonic() + ACKNOWLEDGE_EVERY

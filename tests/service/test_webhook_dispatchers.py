@@ -1,0 +1,202 @@
+"""Webhook dispatchers side by side, on a Redis of their own (no other test's worker reads its
+stream): the calls are shared among the dispatchers and each is made once; calls that a
+dispatcher read and never finished (it died) are taken over by another and made."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import os
+import secrets
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sdk.bot import HouseBotPlayer
+from sdk.webhook import serve_in_thread
+from service.domain.services import Services
+from service.model.live_match import MatchSettings, MatchStatus, SeatHolder
+from service.settings import Settings
+from service.store.clock import now_ms
+from service.store.keys import WEBHOOK_CALLS, WEBHOOK_DISPATCHERS
+from tests.service.conftest import embedded_redis_url
+from wizard import MatchConfig
+from worker.webhooks import Dispatcher
+
+SECRET = "whsec_" + "d" * 32
+
+
+@pytest.fixture(scope="module")
+def own_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    yield from embedded_redis_url(tmp_path_factory.mktemp("dispatchers-redis"))
+
+
+class Recorder:
+    """A webhook bot (random moves, signatures checked) that remembers every call it got."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self.server = serve_in_thread(HouseBotPlayer("random", 7), SECRET, on_call=self._heard)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+
+    def _heard(self, call: dict[str, Any]) -> None:
+        with self._lock:
+            self.calls.append(call)
+
+    def turns(self) -> list[tuple[str, int, int | None]]:
+        with self._lock:
+            return [(c["match"]["id"], c["version"], c["match"]["mySeat"]) for c in self.calls if c["type"] == "turn"]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def services_on(redis_url: str) -> Services:
+    settings = Settings.model_validate({"REDIS_URL": redis_url}).model_copy(update={
+        "webhook_allow_private": True, "registrations_per_address_per_hour": 1_000_000,
+    })
+    return Services.open(settings, role="worker")
+
+
+async def seated_matches(services: Services, url: str, matches: int, players: int = 3) -> list[str]:
+    """``matches`` matches with every seat taken by a bot whose webhook is ``url`` (they start at once)."""
+    holders = []
+    for _ in range(matches * players):
+        _, bot = await services.bots.register(f"dispatched-{os.urandom(4).hex()}", address="tests")
+        await services.webhooks.store.set(bot["id"], url, SECRET)
+        holders.append(SeatHolder(bot["id"], bot["name"]))
+    config = MatchConfig.create("WIZARD", players)
+    ids = []
+    for m in range(matches):
+        match_id = secrets.token_hex(8)
+        await services.matches.create_seated(
+            match_id, config, secrets.token_urlsafe(12), MatchSettings(config, 60_000, False, False, holders[0].id,
+                                                                        now_ms()),
+            holders[m * players:(m + 1) * players],
+        )
+        ids.append(match_id)
+    return ids
+
+
+async def until_finished(services: Services, match_ids: list[str], seconds: float = 120) -> None:
+    async with asyncio.timeout(seconds):
+        for match_id in match_ids:
+            while (await services.matches.get(match_id)).status is not MatchStatus.FINISHED:
+                await asyncio.sleep(0.05)  # (a poll of the match's status: it has no event to await here)
+
+
+def test_two_dispatchers_share_the_calls_and_make_each_once(own_redis: str) -> None:
+    bot = Recorder()
+
+    async def run() -> tuple[list[Dispatcher], list[Any]]:
+        services = [services_on(own_redis) for _ in range(3)]
+        dispatchers = [Dispatcher(services[1], consumer="one"), Dispatcher(services[2], consumer="two")]
+        stop = asyncio.Event()
+        for d in dispatchers:
+            await d.store.join_dispatchers()
+        running = [asyncio.create_task(d.run(stop)) for d in dispatchers]
+        try:
+            match_ids = await seated_matches(services[0], bot.url, matches=6)
+            await until_finished(services[0], match_ids)
+            finals = [await services[0].matches.get(m) for m in match_ids]
+        finally:
+            stop.set()
+            await asyncio.gather(*running)
+            for s in services:
+                await s.close()
+        return dispatchers, finals
+
+    try:
+        dispatchers, finals = asyncio.run(run())
+    finally:
+        bot.close()
+    assert all(d.moves > 0 for d in dispatchers), [d.moves for d in dispatchers]  # both took calls
+    assert all(d.failures == 0 for d in dispatchers)
+    assert [m.timeouts for m in finals] == [[0, 0, 0]] * len(finals)  # every move was the bot's own
+    turns = bot.turns()
+    repeated = [turn for turn, n in collections.Counter(turns).items() if n > 1]
+    assert not repeated, repeated  # no turn called twice
+    # every move of every match was answered by a webhook call, one call per move
+    assert len(turns) == sum(m.state.moves_made for m in finals) == sum(d.moves for d in dispatchers)
+    kinds = collections.Counter(c["type"] for c in bot.calls)
+    assert kinds["start"] == kinds["end"] == 3 * len(finals)
+
+
+def test_calls_a_dispatcher_read_and_never_finished_are_taken_over_and_made(own_redis: str) -> None:
+    bot = Recorder()
+
+    async def run() -> tuple[Dispatcher, Any]:
+        services = services_on(own_redis)
+        store = services.webhooks.store
+        await store.join_dispatchers()
+        try:
+            [match_id] = await seated_matches(services, bot.url, matches=1)
+            # a dispatcher reads the match's first calls (its start and first turn), then dies
+            # before it makes them: they stay pending under its name, unacknowledged
+            read = await store.next_calls("died", 100, 1_000)
+            assert {c.kind for c in read if c.match_id == match_id} == {"start", "turn"}
+            survivor = Dispatcher(services, consumer="survivor", take_over_after_ms=300)
+            stop = asyncio.Event()
+            running = asyncio.create_task(survivor.run(stop))
+            try:
+                await until_finished(services, [match_id])
+            finally:
+                stop.set()
+                await running
+            return survivor, await services.matches.get(match_id)
+        finally:
+            await services.close()
+
+    try:
+        survivor, final = asyncio.run(run())
+    finally:
+        bot.close()
+    assert final.timeouts == [0, 0, 0] and survivor.moves == final.state.moves_made
+    for seat in range(3):  # each bot heard of the start (taken over with its turn) before its first turn
+        kinds = [c["type"] for c in bot.calls if c["match"]["mySeat"] == seat]
+        assert kinds[0] == "start" and kinds.count("start") == 1 and kinds[-1] == "end", kinds[:3]
+    assert len(bot.turns()) == len(set(bot.turns())) == survivor.moves
+
+
+def test_a_dispatcher_stopped_with_calls_in_hand_finishes_them_first(own_redis: str, tmp_path: Path) -> None:
+    """A worker stopping (a rolling restart) makes the calls it holds and acknowledges them,
+    so nothing waits for a take-over; the next dispatcher carries on with the rest."""
+    bot = Recorder()
+
+    async def run() -> Any:
+        services = services_on(own_redis)
+        try:
+            [match_id] = await seated_matches(services, bot.url, matches=1)
+            first = Dispatcher(services, consumer="first")
+            stop = asyncio.Event()
+            running = asyncio.create_task(first.run(stop))
+            async with asyncio.timeout(30):
+                while first.moves < 20:
+                    await asyncio.sleep(0.01)  # (the dispatcher's count: no event to await)
+            stop.set()
+            await running
+            pending = await services.redis.xpending(WEBHOOK_CALLS, WEBHOOK_DISPATCHERS)
+            second = Dispatcher(services, consumer="second")
+            stop = asyncio.Event()
+            running = asyncio.create_task(second.run(stop))
+            try:
+                await until_finished(services, [match_id])
+            finally:
+                stop.set()
+                await running
+            return pending, first, second, await services.matches.get(match_id)
+        finally:
+            await services.close()
+
+    try:
+        pending, first, second, final = asyncio.run(run())
+    finally:
+        bot.close()
+    assert pending["pending"] == 0  # the stopped one acknowledged all it had
+    assert final.timeouts == [0, 0, 0] and first.moves + second.moves == final.state.moves_made
+    assert len(bot.turns()) == len(set(bot.turns()))
