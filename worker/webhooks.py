@@ -10,7 +10,10 @@ Before it sends, the dispatcher claims the call's ``webhook-sent`` key (SET NX),
 round trip as it reads the match and the webhook; a call that a dispatcher took but did not
 finish (it died) is taken over by another after ``TAKE_OVER_AFTER_MS`` (XAUTOCLAIM) and sent
 unless it was sent already or its turn has passed. So each (match, version, seat) is called
-at most once, and once unless a worker dies with it in hand.
+at most once, and once unless a worker dies with it in hand. A seat's start call goes before
+its first turn, whichever dispatchers the two reach: the start claims the seat's
+``webhook-started`` key, and a turn that finds it unclaimed makes the start itself, first, or
+waits while another dispatcher is making it.
 
 A bot's answer is applied as its own move with ``expectedVersion``. Whatever goes wrong with a
 call (no connection, not JSON, an illegal move, a 500, a redirect, too slow, too big) refuses
@@ -28,6 +31,7 @@ import os
 import socket
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -66,6 +70,11 @@ NOTICE_STALE_MS = 60_000
 #: how long a name's checked address is kept (connections go to the checked address only)
 RESOLVED_SECONDS = 10.0
 SENT_KEY_MS = 3_600_000
+#: a seat's start key: as long as a match may last (a start key gone mid-match: the start again)
+STARTED_KEY_MS = 86_400_000
+SENDING, STARTED = b"sending", b"done"
+#: how often a turn held back by a start another dispatcher is making looks again
+START_POLL_SECONDS = 0.005
 
 
 class CallFailed(Exception):
@@ -247,8 +256,8 @@ class Dispatcher:
 
     def _start(self, call: WebhookCall) -> None:
         """Make ``call`` once this dispatcher's previous call to the same bot about the same
-        match is over: a bot hears of its match's start before its first turn (both queued by
-        one commit, they come in one read), and of its last turn before the end."""
+        match is over: a bot hears of its last turn before the end. (Its start before its first
+        turn holds across dispatchers too: see :meth:`_call`.)"""
         in_order = (call.bot_id, call.match_id)
         previous = self._in_order.get(in_order)
         task = asyncio.create_task(self._handle(call, previous))
@@ -274,25 +283,56 @@ class Dispatcher:
 
     async def _call(self, call: WebhookCall) -> None:
         redis = self.services.redis
+        # A start claims its seat's start key, a turn or an end its own sent key. A turn also
+        # claims the start key when nobody has (it then makes the start itself, first), and reads
+        # it: a start that another dispatcher is making holds the turn back until it is done.
+        is_turn = call.kind == "turn"
         async with redis.pipeline(transaction=False) as pipe:
-            pipe.set(call.sent_key, b"1", nx=True, px=SENT_KEY_MS)
+            pipe.set(call.started_key if call.kind == "start" else call.sent_key, SENDING, nx=True, px=SENT_KEY_MS)
+            if is_turn:
+                pipe.set(call.started_key, SENDING, nx=True, px=STARTED_KEY_MS)
+                pipe.get(call.started_key)
             pipe.hmget(match_key(call.match_id), MatchStore.FIELDS)
             pipe.hmget(bot_key(call.bot_id), (*FIELDS, "name"))
-            claimed, match_row, bot_row = await pipe.execute()
+            answers = await pipe.execute()
+        claimed, match_row, bot_row = answers[0], answers[-2], answers[-1]
         if not claimed:
-            return  # sent already (by a dispatcher that was slow to finish)
-        stored = MatchStore._stored(call.match_id, match_row)
-        hook = decode(bot_row[:-1])
-        if stored is None or hook is None:
-            return  # the match left Redis, or the bot removed its webhook
-        match, info = stored.match, WebhookInfo.of(hook)
-        if info.status is WebhookStatus.PAUSED:
-            return  # its seats get the fallback move at their deadlines
-        caller = Caller(call.bot_id, (bot_row[-1] or b"").decode())
-        if call.kind == "turn":
-            await self._turn(call, match, caller, hook, info)
-        elif now_ms() - int(call.entry_id.split(b"-")[0]) < NOTICE_STALE_MS:
-            await self._notice(call, match, caller, hook, info)
+            return  # sent already (by a dispatcher that was slow to finish, or by a turn: a start)
+        starting = call.kind == "start" or (is_turn and bool(answers[1]))
+        try:
+            stored = MatchStore._stored(call.match_id, match_row)
+            hook = decode(bot_row[:-1])
+            if stored is None or hook is None:
+                return  # the match left Redis, or the bot removed its webhook
+            match, info = stored.match, WebhookInfo.of(hook)
+            if info.status is WebhookStatus.PAUSED:
+                return  # its seats get the fallback move at their deadlines
+            caller = Caller(call.bot_id, (bot_row[-1] or b"").decode())
+            if is_turn:
+                if starting:  # nobody made the seat's start yet: it goes first
+                    await self._notice(replace(call, kind="start"), match, caller, hook, info)
+                elif answers[2] == SENDING:
+                    await self._started(call, match.deadline_ms)
+                await self._turn(call, match, caller, hook, info)
+            elif now_ms() - int(call.entry_id.split(b"-")[0]) < NOTICE_STALE_MS:
+                await self._notice(call, match, caller, hook, info)
+        finally:
+            if starting:
+                await redis.set(call.started_key, STARTED, px=STARTED_KEY_MS)
+
+    async def _started(self, call: WebhookCall, deadline_ms: int | None) -> None:
+        """Wait while another dispatcher makes the seat's start call (as long as that call may
+        take, and no later than the turn's deadline); one that takes longer (its dispatcher died
+        with it) is taken as made."""
+        seconds = self.settings.webhook_notice_timeout_seconds
+        if deadline_ms is not None:
+            seconds = min(seconds, (deadline_ms - now_ms()) / 1000)
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            await asyncio.sleep(START_POLL_SECONDS)
+            if await self.services.redis.get(call.started_key) != SENDING:
+                return
+        await self.services.redis.set(call.started_key, STARTED, xx=True, px=STARTED_KEY_MS)
 
     def _bot_limit(self, bot_id: str) -> asyncio.Semaphore:
         limit = self._per_bot.get(bot_id)

@@ -48,7 +48,9 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
 - ``webhooks:calls`` stream: the webhook calls due (a bot's turn, a match's start or end), each
   ``c`` = ``<match>|<version>|<seat>|<turn|start|end>|<bot>``, queued by the commit script for the
   workers' dispatcher (``worker.webhooks``), read by its consumer group ``dispatchers``;
-  ``webhook-sent:<match>:<version>:<seat>:<kind>`` held once a call is sent (never twice)
+  ``webhook-sent:<match>:<version>:<seat>:<kind>`` held once a turn or end call is sent (never
+  twice); ``webhook-started:<match>:<seat>`` the seat's start call: ``sending``, then ``done``
+  (a turn call makes the start itself when nobody has, and waits while another dispatcher does)
 - ``{b:<id>}:bot``     also webhook (URL), webhook_secret, webhook_failures (in a row),
   webhook_error, webhook_error_at, webhook_paused_until (ms)
 - ``tournaments:listed`` sorted set: tournaments by when they were created (ms), for the
@@ -75,6 +77,12 @@ WEBHOOK_DISPATCHERS = "dispatchers"
 def webhook_sent_key(match_id: str, version: int, seat: int, kind: str) -> str:
     """Held once the call is sent: a call taken over from a dead dispatcher is not sent twice."""
     return f"webhook-sent:{match_id}:{version}:{seat}:{kind}"
+
+
+def webhook_started_key(match_id: str, seat: int) -> str:
+    """A seat's start call: ``sending`` while a dispatcher makes it, then ``done``; no turn call
+    goes out before it is done (whichever dispatchers the two reach)."""
+    return f"webhook-started:{match_id}:{seat}"
 
 
 #: the version of ``service.domain.bot_names`` keys the look-alike index holds

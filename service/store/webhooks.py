@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
-from service.store.keys import WEBHOOK_CALLS, WEBHOOK_DISPATCHERS, bot_key, webhook_sent_key
+from service.store.keys import WEBHOOK_CALLS, WEBHOOK_DISPATCHERS, bot_key, webhook_sent_key, webhook_started_key
 
 FIELDS = ("webhook", "webhook_secret", "webhook_failures", "webhook_error", "webhook_error_at", "webhook_paused_until")
 
@@ -55,6 +55,10 @@ class WebhookCall:
     @property
     def sent_key(self) -> str:
         return webhook_sent_key(self.match_id, self.version, self.seat, self.kind)
+
+    @property
+    def started_key(self) -> str:
+        return webhook_started_key(self.match_id, self.seat)
 
 
 class WebhookStore:

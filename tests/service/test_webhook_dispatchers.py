@@ -125,6 +125,48 @@ def test_two_dispatchers_share_the_calls_and_make_each_once(own_redis: str) -> N
     assert len(turns) == sum(m.state.moves_made for m in finals) == sum(d.moves for d in dispatchers)
     kinds = collections.Counter(c["type"] for c in bot.calls)
     assert kinds["start"] == kinds["end"] == 3 * len(finals)
+    assert_each_seat_heard_its_start_first(bot, [m.id for m in finals])
+
+
+def assert_each_seat_heard_its_start_first(bot: Recorder, match_ids: list[str], players: int = 3) -> None:
+    for match_id in match_ids:
+        for seat in range(players):
+            kinds = [c["type"] for c in bot.calls if c["match"]["id"] == match_id and c["match"]["mySeat"] == seat]
+            assert kinds[0] == "start" and kinds.count("start") == 1 and kinds[-1] == "end", (match_id, seat, kinds[:3])
+
+
+def test_a_seats_start_goes_before_its_first_turn_whichever_dispatcher_has_it(own_redis: str) -> None:
+    """The starts of a match are read by a dispatcher that is slow to make them (here: never);
+    another dispatcher gets the first turns, which must not reach a bot before its start: it
+    makes each seat's start itself, first, and the slow dispatcher's starts are then not made."""
+    bot = Recorder()
+
+    async def run() -> tuple[Dispatcher, Any]:
+        services = services_on(own_redis)
+        store = services.webhooks.store
+        await store.join_dispatchers()
+        try:
+            [match_id] = await seated_matches(services, bot.url, matches=1)
+            held = await store.next_calls("slow", 3, 1_000)  # the three starts, queued first
+            assert [(c.kind, c.match_id) for c in held] == [("start", match_id)] * 3
+            other = Dispatcher(services, consumer="other")
+            stop = asyncio.Event()
+            running = asyncio.create_task(other.run(stop))
+            try:
+                await until_finished(services, [match_id])
+            finally:
+                stop.set()
+                await running
+            return other, await services.matches.get(match_id)
+        finally:
+            await services.close()
+
+    try:
+        other, final = asyncio.run(run())
+    finally:
+        bot.close()
+    assert final.timeouts == [0, 0, 0] and other.moves == final.state.moves_made and other.failures == 0
+    assert_each_seat_heard_its_start_first(bot, [final.id])
 
 
 def test_calls_a_dispatcher_read_and_never_finished_are_taken_over_and_made(own_redis: str) -> None:
