@@ -64,14 +64,19 @@ class WebhookInfo:
 
 
 def refused_address(address: str, allow_private: bool) -> str | None:
-    """Why the server will not connect to ``address`` (an IP), or None: it may."""
+    """Why the server will not connect to ``address`` (an IP), or None: it may. Only a globally
+    routable address is called; an IPv6 address that carries an IPv4 one (mapped, 6to4, Teredo)
+    is judged by the IPv4 address it leads to."""
     ip = ipaddress.ip_address(address)
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        carried = ip.ipv4_mapped or ip.sixtofour or (ip.teredo[1] if ip.teredo else None)
+        if carried is not None:
+            ip = carried
     if allow_private:
         return None
     for kind, flag in (("loopback", ip.is_loopback), ("private", ip.is_private), ("link-local", ip.is_link_local),
-                       ("multicast", ip.is_multicast), ("unspecified", ip.is_unspecified), ("reserved", ip.is_reserved)):
+                       ("multicast", ip.is_multicast), ("unspecified", ip.is_unspecified), ("reserved", ip.is_reserved),
+                       ("non-global (shared or special-purpose)", not ip.is_global)):
         if flag:
             return f"{address} is a {kind} address: webhooks must reach a public address"
     return None

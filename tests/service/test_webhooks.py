@@ -229,9 +229,11 @@ def test_private_addresses_are_refused_without_allow_private(start_api: Any) -> 
     token, _ = api.register()
     for url in ("http://127.0.0.1:9000/", "http://10.1.2.3/", "http://169.254.169.254/latest", "http://[::1]/",
                 "http://224.0.0.1/", "http://0.0.0.0/", "http://[::ffff:127.0.0.1]/", "file:///etc/passwd",
-                "ftp://example.org/", "http://user:pw@example.org/", "http://"):
+                "http://100.64.0.1/", "http://[2002:7f00:1::1]/", "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/",
+                "http://[fe80::1]/", "http://192.0.2.1/", "ftp://example.org/", "http://user:pw@example.org/", "http://"):
         assert api.error_code(SET, {"u": url}, token) == "BAD_INPUT", url
     assert api.data(SET, {"u": "https://example.org/hook"}, token)["setWebhook"]["webhook"]["url"]
+    assert api.data(SET, {"u": "http://[2002:5db8:d822::1]/"}, token)["setWebhook"]["webhook"]["url"]  # 6to4 of a public one
 
 
 def test_a_name_is_checked_where_it_resolves_and_the_call_goes_to_that_address() -> None:
