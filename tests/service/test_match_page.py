@@ -214,6 +214,60 @@ def test_the_page_follows_a_live_match_to_its_end_and_never_holds_a_hidden_card(
     print(f"move -> page: p50 {sorted(lag_ms)[len(lag_ms) // 2]:.1f} ms, max {max(lag_ms):.1f} ms over {len(lag_ms)} moves")
 
 
+def public_cards(view: dict[str, Any]) -> set[str]:
+    """The cards a spectator's view of a match shows face up in its round: the trump card, the
+    trick being played, and the last trick when it is this round's (a trick has been won)."""
+    shown = {view["trumpCard"]} if view.get("trumpCard") else set()
+    shown |= {p["card"] for p in view.get("currentTrick") or []}
+    if view.get("lastTrick") and sum(s["tricks"] or 0 for s in view["seats"]):
+        shown |= {p["card"] for p in view["lastTrick"]["plays"]}
+    return shown
+
+
+def test_a_live_secret_bids_match_shows_no_hand_no_hidden_bid_and_counts_down(api: Api, browser_page: Any) -> None:
+    """Under SECRET_BIDS, while the bot this test plays holds its cards: the page's HTML, what
+    its WebSocket receives and what it draws show none of them and no bid of the round being
+    played (they stay secret until its last trick), and the seat to act has a countdown."""
+    page = browser_page
+    received = websocket_payloads(page)
+    token, _ = api.register()
+    match_id = api.create_match(token, players=3, moveTimeoutMs=60_000, variants=["SECRET_BIDS"])
+    api.add_house_bot(token, match_id, "RANDOM")
+    api.add_house_bot(token, match_id, "HEURISTIC")
+    seat = api.join(token, match_id)["mySeat"]
+    page.goto(f"{api.base}/matches/{match_id}")
+    page.wait_for_selector("#table[data-version]")
+    checked_plays = 0
+    while checked_plays < 6:  # six of the bot's plays, in rounds 2 and later: enough to see a trick or two
+        turn = api.data(AWAIT_TURN, {"m": match_id, "t": 10_000}, token)["awaitTurn"]
+        assert turn is not None, "the match ended or stalled before the checks were made"
+        mine = api.match(match_id, token)
+        page.wait_for_function("v => +document.querySelector('#table').dataset.version >= v", arg=mine["version"])
+        if mine["phase"] == "PLAY" and mine["round"] >= 2:
+            checked_plays += 1
+            held = {c for c in mine["hand"] if c not in ("W", "J")}  # (Wizards and Jesters are alike)
+            served = page_data(api.http.get(f"/matches/{match_id}").text)["match"]
+            assert served["status"] == "ACTIVE" and served["version"] == mine["version"]
+            assert hidden_cards_shown(served) == [] and not held & public_cards(served)
+            assert all(s["bid"] is None for s in served["seats"]), served["seats"]  # secret until the round ends
+            this_round = [p["data"]["matchUpdates"] for p in received]
+            this_round = [v for v in this_round if v["round"] == mine["round"]]
+            assert this_round and hidden_cards_shown(this_round) == []
+            leaked = [(v["version"], held & public_cards(v)) for v in this_round if held & public_cards(v)]
+            assert not leaked, f"the page was sent cards the bot holds: {leaked}"
+            drawn = set(page.locator("#trump .card, #trick .card").evaluate_all("cs => cs.map(c => c.dataset.card)"))
+            assert not held & drawn and page.locator(".seat .hand .card:not(.back)").count() == 0
+            assert page.locator(".seat .v-bid").all_inner_texts() == ["–"] * 3
+            assert page.locator(f".seat[data-seat='{seat}']").get_attribute("class") == "seat to-act"
+            left = re.search(r"([0-9.]+) s left", page.inner_text("#turn"))
+            assert left and 0 < float(left[1]) <= 60.0, page.inner_text("#turn")
+        answer = api.submit(token, match_id, first_legal(turn), turn["version"])
+        assert not answer.get("errors"), answer
+    # a round over: its bids are public in the round table, against its tricks
+    assert page.locator("#rounds tbody tr").count() >= 1 and "/" in page.inner_text("#rounds tbody tr")
+    assert page.seen["problems"] == []
+
+
 def assert_cards_drawn_in_their_colours(page: Any, selector: str) -> None:
     cards = page.locator(selector)
     assert cards.count() > 0
