@@ -27,9 +27,10 @@ import redis
 from service.api.pages.frame import CONTENT_SECURITY_POLICY
 from service.api.pages.listing_pages import LEADERBOARD_PAGE, rating_chart
 from service.model.tournament import Table, Tournament, TournamentFormat, TournamentSpec, TournamentStatus
+from tests.service.arena_client import wait_until
 from tests.service.browser import PHONE, chromium_page, keep_screenshot
 from tests.service.test_ratings import RULESET, start_matches, wait_finished, wait_settled
-from tests.service.test_tournaments import CANCEL, Player, consenting, create, iso, wait_status
+from tests.service.test_tournaments import CANCEL, Player, consenting, create, get, iso, wait_status
 
 RATED_MATCHES = 2
 STATS = """query($b: ID!, $r: Ruleset!) { bot(id: $b) {
@@ -248,6 +249,28 @@ def test_a_tournament_page_shows_standings_rounds_and_entrants(api, played):
     assert '<meta http-equiv="refresh" content="15">' in upcoming
     assert "No match has been played yet." in upcoming and 'class="tag SCHEDULED"' in upcoming
     assert f'href="/bots/{played.a_id}">{escape(played.a_name)}</a>' not in upcoming  # not entered
+
+
+def test_a_running_tournament_is_on_the_home_page_and_its_page_follows_it(api, played):
+    """A tournament under way (its bots, who do not move, hold its first round's match open):
+    listed as running on ``/`` and ``/tournaments``; its page reloads itself and shows the round
+    being played with its live match linked."""
+    running = create(api, played.a, format="ROUND_ROBIN", rounds=1, playersPerMatch=3, rated=False,
+                     bots=[played.a_id, played.b_id], houseBots=["RANDOM"], moveTimeoutMs=600_000)
+    try:
+        running = wait_status(api, running["id"], "RUNNING")
+        [match] = wait_until(lambda: (t := get(api, running["id"]))["matches"] and t["matches"], "its first match")
+        home = row_of(page(api, "/"), f'href="/tournaments/{running["id"]}"')
+        assert 'class="tag RUNNING"' in home and "ROUND_ROBIN" in home
+        assert 'class="tag RUNNING"' in row_of(page(api, "/tournaments"), f'href="/tournaments/{running["id"]}"')
+        html = page(api, f"/tournaments/{running['id']}")
+        assert '<meta http-equiv="refresh" content="15">' in html and 'class="tag RUNNING"' in html
+        assert "<h3>Round 1</h3>" in html
+        assert 'class="tag ACTIVE"' in row_of(html, f'href="/matches/{match["id"]}"')
+    finally:
+        api.data(CANCEL, {"t": running["id"]}, played.a)
+    cancelled = page(api, f"/tournaments/{running['id']}")
+    assert 'class="tag CANCELLED"' in cancelled and "http-equiv" not in cancelled
 
 
 # ---------------------------------------------------------------------- in this process
