@@ -7,10 +7,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -389,3 +393,61 @@ def test_a_tournament_of_webhook_bots(hooks_api: Api, worker: Any) -> None:
     finally:
         for bot in bots:
             bot.close()
+
+
+# ---------------------------------------------------------------------- the bot authors' programs
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def answering(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def test_the_serve_bot_command_and_the_example_webhook_bot_play_a_match_as_their_own_processes(
+    hooks_api: Api, worker: Any, tmp_path: Path
+) -> None:
+    """What the README tells an author to run: ``wizard-arena serve-bot --bot file.py:Class``
+    serving the SDK's example bot, and ``examples/webhook_bot.py`` (the standard library alone),
+    each a process of its own given its webhook's secret; with a third webhook bot they play a
+    match to its end, every move their own, every call's signature checked."""
+    api = hooks_api
+    root = Path(__file__).resolve().parents[2]
+    commands = [
+        [str(Path(sys.executable).parent / "wizard-arena"), "serve-bot", "--bot",
+         f"{root / 'examples' / 'random_bot.py'}:RandomBot", "--log-level", "warning"],
+        [sys.executable, str(root / "examples" / "webhook_bot.py")],
+    ]
+    processes: list[subprocess.Popen[bytes]] = []
+    third = SdkBot(api)
+    try:
+        match_id = api.create_match(third.token, players=3, moveTimeoutMs=5000)
+        tokens = []
+        for command in commands:
+            token, _ = api.register()
+            port = free_port()
+            secret = api.data(SET, {"u": f"http://127.0.0.1:{port}/"}, token)["setWebhook"]["secret"]
+            processes.append(subprocess.Popen([*command, "--port", str(port), "--secret", secret], cwd=tmp_path))
+            wait_until(lambda p=port: answering(p), f"{command[1]} to listen on port {port}")
+            tokens.append(token)
+            api.join(token, match_id)
+        api.join(third.token, match_id)
+        final = wait_until(lambda: (m := seats(api, match_id))["status"] == "FINISHED" and m,
+                           "the match of the authors' webhook bots to finish", timeout=120)
+        assert [s["timeouts"] for s in final["seats"]] == [0, 0, 0]
+        for token in tokens:
+            assert webhook_of(api, token)["failures"] == 0
+        assert all(process.poll() is None for process in processes)  # each still serving
+    finally:
+        third.close()
+        for process in processes:
+            process.terminate()
+            process.wait(10)
