@@ -9,6 +9,7 @@ import collections
 import os
 import secrets
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -56,9 +57,9 @@ class Recorder:
         self.server.server_close()
 
 
-def services_on(redis_url: str) -> Services:
+def services_on(redis_url: str, **settings_given: Any) -> Services:
     settings = Settings.model_validate({"REDIS_URL": redis_url}).model_copy(update={
-        "webhook_allow_private": True, "registrations_per_address_per_hour": 1_000_000,
+        "webhook_allow_private": True, "registrations_per_address_per_hour": 1_000_000, **settings_given,
     })
     return Services.open(settings, role="worker")
 
@@ -242,3 +243,77 @@ def test_a_dispatcher_stopped_with_calls_in_hand_finishes_them_first(own_redis: 
     assert pending["pending"] == 0  # the stopped one acknowledged all it had
     assert final.timeouts == [0, 0, 0] and first.moves + second.moves == final.state.moves_made
     assert len(bot.turns()) == len(set(bot.turns()))
+
+
+class Slow(Recorder):
+    """A webhook bot that thinks 0.1 s on every call, counting the calls it holds at once, its
+    own and (``shared``) together with other Slow bots'."""
+
+    def __init__(self, shared: dict[str, int]) -> None:
+        self.shared = shared
+        self.holding = self.most = 0
+        super().__init__()
+
+    def _heard(self, call: dict[str, Any]) -> None:
+        with self._lock:
+            self.holding += 1
+            self.shared["holding"] += 1
+            self.most = max(self.most, self.holding)
+            self.shared["most"] = max(self.shared["most"], self.shared["holding"])
+        time.sleep(0.1)  # (the bot's thinking: what keeps its calls open at once)
+        with self._lock:
+            self.holding -= 1
+            self.shared["holding"] -= 1
+        super()._heard(call)
+
+
+def test_calls_are_bounded_per_bot_and_in_all(own_redis: str) -> None:
+    """Two slow bots each in three matches at once, on a dispatcher allowed 2 calls per bot and 3
+    in all: neither bot ever holds more than 2 calls, the two together never more than 3, and
+    the bounds are reached (the calls do go out side by side)."""
+    shared = {"holding": 0, "most": 0}
+    slow = [Slow(shared), Slow(shared)]
+    fast = Recorder()
+
+    async def run() -> Dispatcher:
+        services = services_on(own_redis, webhook_concurrency=3, webhook_concurrency_per_bot=2)
+        try:
+            slow_holders = []
+            for bot in slow:
+                _, made = await services.bots.register(f"slow-{os.urandom(4).hex()}", address="tests")
+                await services.webhooks.store.set(made["id"], bot.url, SECRET)
+                slow_holders.append(SeatHolder(made["id"], made["name"]))
+            config = MatchConfig.create("WIZARD", 3)
+            for m in range(6):
+                holders = [slow_holders[m % 2]]
+                for _ in range(2):
+                    _, made = await services.bots.register(f"fast-{os.urandom(4).hex()}", address="tests")
+                    await services.webhooks.store.set(made["id"], fast.url, SECRET)
+                    holders.append(SeatHolder(made["id"], made["name"]))
+                await services.matches.create_seated(
+                    secrets.token_hex(8), config, secrets.token_urlsafe(12),
+                    MatchSettings(config, 60_000, False, False, holders[0].id, now_ms()), holders,
+                )
+            dispatcher = Dispatcher(services, consumer="bounded")
+            await dispatcher.store.join_dispatchers()
+            stop = asyncio.Event()
+            running = asyncio.create_task(dispatcher.run(stop))
+            try:
+                async with asyncio.timeout(60):
+                    while min(len(bot.calls) for bot in slow) < 12:
+                        await asyncio.sleep(0.05)  # (the bots' counts: no event to await here)
+            finally:
+                stop.set()
+                await running
+            return dispatcher
+        finally:
+            await services.close()
+
+    try:
+        dispatcher = asyncio.run(run())
+    finally:
+        for bot in [*slow, fast]:
+            bot.close()
+    assert dispatcher.failures == 0
+    assert [bot.most for bot in slow] == [2, 2], [bot.most for bot in slow]
+    assert shared["most"] == 3
