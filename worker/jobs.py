@@ -17,6 +17,8 @@ from typing import Any
 from service.domain.services import Services
 from service.settings import Settings
 from service.store.archive import ArchiveUnavailable
+from service.store.clock import now_ms
+from service.store.keys import ARCHIVE_OUTAGE
 
 log = logging.getLogger("wizard_arena.jobs")
 
@@ -42,7 +44,7 @@ def settle_match(match_id: str) -> None:
 def settle_matches(match_ids: list[str]) -> None:
     """Ended matches in one job (one process, one set of connections: the clock queues them by
     the batch), their archive rows in one transaction. The archive's database away: they stay
-    queued, tried again in ARENA_ARCHIVE_RETRY_SECONDS (one line in the log per attempt). Any
+    queued, tried again in ARENA_ARCHIVE_RETRY_SECONDS (the log says the outage once, and its end). Any
     other failure: they are settled one by one, so that one failing leaves only itself queued
     (its claim lapses) and the job then fails with the first, for RQ to show."""
 
@@ -74,13 +76,21 @@ def archive_tournament(tournament_id: str) -> None:
 
 
 async def _or_later(services: Services, work: Awaitable[None], retry: Callable[[int], Awaitable[None]]) -> None:
-    """Run ``work``; with the archive away, say so once and have it claimed again later."""
+    """Run ``work``; with the archive away, have it claimed again later. The log says the
+    outage once, whichever job meets it first, and once more when a job finds it over (jobs
+    are processes of their own: the mark is in Redis)."""
     try:
         await work
     except ArchiveUnavailable as error:
         seconds = services.settings.archive_retry_seconds
-        log.warning("archive unavailable, retrying in %d s: %s", seconds, error)
+        if await services.redis.set(ARCHIVE_OUTAGE, now_ms(), nx=True):
+            log.warning("the archive is unavailable (%s); settlements and tournaments wait and are tried again every "
+                        "%d s, and the log says here when it is back", error, seconds)
         await retry(seconds)
+        return
+    began = await services.redis.getdel(ARCHIVE_OUTAGE)
+    if began is not None:
+        log.warning("the archive is back after %.1f s; what waited is being archived", (now_ms() - int(began)) / 1000)
 
 
 def advance_tournament(tournament_id: str) -> None:

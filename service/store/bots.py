@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -15,6 +16,7 @@ from typing import TypeVar
 from redis.asyncio import Redis
 
 from service.model.invitation import InvitationPolicy
+from service.outage import Outage
 from service.store.clock import now_ms
 from service.store.connections import Backoff
 from service.store.feed import RESYNC, EventFeed
@@ -405,11 +407,13 @@ class RevocationFeed:
 
     async def _run(self) -> None:
         backoff = Backoff()
+        outage = Outage("Redis, for following token revocations,", log, Backoff.FIRST, Backoff.MOST)
         while True:
             try:
                 with self._feed.watch(self.OWNER, counted=False) as watch:
                     await watch.follow(REVOKED_TOKENS)
                     backoff.reset()
+                    outage.recovered()
                     self._on_live(True)
                     while True:
                         for item in await watch.next(60.0):
@@ -423,6 +427,6 @@ class RevocationFeed:
                 raise
             except Exception as error:  # noqa: BLE001 - the feed could not subscribe (Redis away): again
                 self._on_live(False)
-                log.warning("could not follow token revocations (%s); trying again", error or type(error).__name__)
+                outage.after(error, functools.partial(log.warning, "could not follow token revocations (%r); trying again", error))
             await backoff.wait()
 

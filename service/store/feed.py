@@ -31,6 +31,7 @@ all the time by one task; a PING every ``ping_interval`` seconds, answered withi
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 import time
@@ -43,6 +44,7 @@ from redis.asyncio.connection import AbstractConnection
 
 from service.errors import LimitExceeded
 from service.model.live_match import LiveMatch
+from service.outage import Outage
 from service.store.connections import Backoff, dedicated_connection
 from service.store.keys import match_channel
 from service.store.matches import MatchEvent, MatchStore, Notice, Seated, after_event, decode_published
@@ -382,16 +384,18 @@ class EventFeed:
         """Connect, subscribe to every followed channel, read; again after a loss, with
         back-off, for as long as any channel is followed."""
         backoff = Backoff()
+        outage = Outage("Redis, for the event feed,", log, Backoff.FIRST, Backoff.MOST)  # said once, when it ends
         while not self._closed and self._channels:
             connection = None
             try:
                 connection = await self._open()
                 backoff.reset()
+                outage.recovered()
                 await self._read(connection)
             except asyncio.CancelledError:
                 raise
-            except Exception as error:  # noqa: BLE001 - any failure: say so, reconnect
-                log.warning("the event feed lost Redis (%s); reconnecting", error or type(error).__name__)
+            except Exception as error:  # noqa: BLE001 - any failure: say so (an outage once), reconnect
+                outage.after(error, functools.partial(log.warning, "the event feed lost Redis (%r); reconnecting", error))
             finally:
                 self._lost(connection)
             if self._closed:

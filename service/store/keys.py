@@ -43,6 +43,8 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
 - ``matches:live``     sorted set: matches not yet archived, by when they were created (ms): the
   live half of the listings (``service.domain.listings``); a match leaves it when settlement
   has archived it
+- ``archive:outage``  when the workers' jobs first found the archive's database away (ms),
+  while it is: the one job that sets it says so in the log, the one that finds it back says that
 - ``clock:heartbeats`` hash: worker host name -> when its clock last went round (ms), for
   ``/readyz``, ``wizard-arena worker --check`` and the metrics (``service.health``)
 - ``webhooks:calls`` stream: the webhook calls due (a bot's turn, a match's start or end), each
@@ -66,6 +68,8 @@ UNSETTLED = "matches:unsettled"
 LIVE_MATCHES = "matches:live"
 #: Tournaments by when they were created (ms), until the listings find them archived.
 LISTED_TOURNAMENTS = "tournaments:listed"
+#: When the workers' jobs first found the archive away (ms); gone once one finds it back.
+ARCHIVE_OUTAGE = "archive:outage"
 #: Each worker host's clock's last round (ms), by host name.
 CLOCK_HEARTBEATS = "clock:heartbeats"
 #: the webhook calls due, for the workers' dispatchers (service.domain.webhooks)

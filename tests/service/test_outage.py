@@ -13,6 +13,7 @@ import pytest
 
 from service.store.embedded_redis import EmbeddedRedis
 from tests.service.arena_client import Api, Process, free_port, wait_until
+from tests.service.ws_client import GraphQLWS
 
 ME = "{ me { id name } }"
 
@@ -38,6 +39,10 @@ def test_a_redis_outage_is_unavailable_to_clients_and_said_once_in_the_logs(tmp_
         api.wait_healthy()
         token, bot_id = api.register()
         auth = {"Authorization": f"Bearer {token}"}
+        # a bot waiting for its turns over a WebSocket: the API's event feed follows its inbox
+        waiting = GraphQLWS(api.ws_url)
+        waiting.init(token)
+        waiting.subscribe("subscription { myTurns { id } }")
 
         redis_server.stop()
         graphql = api.http.post("/graphql", json={"query": ME}, headers=auth)
@@ -51,17 +56,24 @@ def test_a_redis_outage_is_unavailable_to_clients_and_said_once_in_the_logs(tmp_
         rest = api.http.get("/api/me", headers=auth)
         assert_unavailable(rest, rest.json())
         assert rest.json()["error"]["code"] == "UNAVAILABLE", rest.text
-        assert api.http.get("/healthz").status_code == 503
+        health = api.http.get("/healthz")  # alive: 200, its redis line saying why it is degraded
+        assert health.status_code == 200 and health.json()["status"] == "degraded", health.text
+        assert health.json()["redis"].startswith("unavailable: "), health.text
+        ready = api.http.get("/readyz")  # not ready: no traffic for it
+        assert ready.status_code == 503 and ready.json()["redis"].startswith("unavailable: "), ready.text
         wait_until(lambda: "Redis is unavailable" in worker.output() or None, "the worker's clock to see the outage")
         for _ in range(20):  # many requests, one line in the log
             assert api.http.post("/graphql", json={"query": ME}, headers=auth).status_code == 503
 
         redis_server = EmbeddedRedis(tmp_path / "redis")
         assert redis_server.start() == url, "the same socket: the API and the worker reconnect by themselves"
-        wait_until(lambda: api.http.get("/healthz").status_code == 200 or None, "the API to be healthy again")
+        wait_until(api.reaches_redis, "the API to reach Redis again")
         assert api.data(ME, token=token)["me"] == {"id": bot_id, "name": api.data(ME, token=token)["me"]["name"]}
         wait_until(lambda: "Redis is back" in api.process.output() or None, "the API to say Redis is back")
         wait_until(lambda: "Redis is back" in worker.output() or None, "the clock to say Redis is back")
+        wait_until(lambda: "Redis, for the event feed, is back" in api.process.output() or None, "the feed to say so")
+        assert api.process.output().count("Redis, for the event feed, is unavailable") == 1, api.process.output()
+        assert api.process.output().count("Redis, for the event feed, is back") == 1, api.process.output()
         for log in (api.process.output(), worker.output()):
             assert "Traceback" not in log, log
             assert "INTERNAL_ERROR" not in log and "unexpected error" not in log, log
@@ -69,6 +81,7 @@ def test_a_redis_outage_is_unavailable_to_clients_and_said_once_in_the_logs(tmp_
             assert log.count("Redis is back") == 1, log
         assert len(worker.output().splitlines()) < 40, worker.output()
     finally:
+        waiting.close()
         api.close()
         api.process.stop()
         worker.stop()
