@@ -52,9 +52,12 @@ USER arena
 
 EXPOSE 8000
 
-# /healthz answers 200 while this process reaches Redis, 503 otherwise (urlopen raises on
-# both a refused connection and a 503). The slim image has no curl: Python does the asking.
-# The worker has no HTTP port: docker-compose.yml gives it a check of its own.
+# Liveness: /healthz answers 200 while this process serves HTTP, whatever Redis and the
+# archive are doing (urlopen raises on a refused connection or a timeout). An orchestrator that
+# replaces unhealthy containers (swarm) then restarts a hung API, never every API at once over
+# an outage that a restart cannot cure; whether to route traffic here is /readyz's answer
+# (docker-compose.yml). The slim image has no curl: Python does the asking. The worker has
+# no HTTP port: docker-compose.yml gives it a check of its own.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=15s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4)"]
 

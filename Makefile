@@ -1,6 +1,6 @@
 # Two venvs, each set up on a fresh machine by the target that needs it: `make test`'s (the
-# server and the dev tools, every direct dependency at its lower bound) and `make run`'s (what
-# running needs only, at the versions and hashes of requirements/lock.txt, as the image has).
+# server at the versions and hashes of requirements/lock.txt, plus the dev tools at their lower
+# bounds) and `make run`'s (what running needs only, from the same lock, as the image has).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -16,11 +16,14 @@ CHROMIUM ?= /usr/bin/chromium
 
 .PHONY: setup lint test test-fast test-service run bench compiled clean browser lock
 
-# Every direct dependency at its lower bound (requirements/lowest.txt): what pyproject.toml
-# claims is what the tests run with.
-$(BIN)/wizard-arena: pyproject.toml requirements/lowest.txt
+# The server's whole dependency tree from requirements/lock.txt, hashes checked, as the image
+# installs it: what the tests run is what ships. Then the dev tools, every one at its lower
+# bound (requirements/lowest.txt, whose server pins are the lock's: tests/project checks both
+# files against pyproject.toml), which pip adds without moving anything the lock put in.
+$(BIN)/wizard-arena: pyproject.toml requirements/lock.txt requirements/lowest.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet --require-hashes -r requirements/lock.txt
 	$(BIN)/python -m pip install --quiet -c requirements/lowest.txt -e '.[server,dev]'
 	touch $@
 

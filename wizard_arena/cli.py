@@ -253,7 +253,7 @@ def _up(args: argparse.Namespace) -> None:
         if not settings.database_url and not stop.is_set():
             from service.store.embedded_postgres import EmbeddedPostgres
 
-            database = EmbeddedPostgres(Path(settings.data_dir) / "postgres")
+            database = EmbeddedPostgres.of_up(settings.data_dir)
             env["DATABASE_URL"] = os.environ["DATABASE_URL"] = database.start()
             print(f"embedded PostgreSQL server: data in {database.data_dir}", flush=True)
         if not stop.is_set():
@@ -310,7 +310,8 @@ def _migrate(args: argparse.Namespace) -> None:
 def _backup(args: argparse.Namespace) -> None:
     """Redis and the archive into a folder, while the service runs (service.store.backup)."""
     from service.settings import Settings
-    from service.store.backup import BackupError, backup, embedded_postgres_url
+    from service.store.backup import BackupError, backup
+    from service.store.embedded_postgres import EmbeddedPostgres
     from service.store.embedded_redis import EmbeddedRedis
 
     settings = Settings()
@@ -321,7 +322,13 @@ def _backup(args: argparse.Namespace) -> None:
             sys.exit(f"wizard-arena backup: no Redis runs in {settings.data_dir} (start `wizard-arena up`, or set "
                      "REDIS_URL to your Redis server)")
         redis_url = f"unix://{socket}"
-        database_url = database_url or embedded_postgres_url(Path(settings.data_dir) / "postgres")
+        if not database_url:  # `up` always has an archive: without DATABASE_URL, its embedded server
+            database = EmbeddedPostgres.of_up(settings.data_dir)
+            database_url = database.running_url()
+            if database_url is None:
+                sys.exit(f"wizard-arena backup: `wizard-arena up` runs Redis in {settings.data_dir} but no PostgreSQL "
+                         f"runs in {database.data_dir}: nothing backed up. Set DATABASE_URL to the archive's "
+                         "database if `up` was given one, or start `up` again")
     try:
         manifest = backup(Path(args.folder), redis_url, database_url)
     except (BackupError, OSError) as error:
@@ -351,7 +358,7 @@ def _restore(args: argparse.Namespace) -> None:
             if not database_url:
                 from service.store.embedded_postgres import EmbeddedPostgres
 
-                database = EmbeddedPostgres(Path(settings.data_dir) / "postgres")
+                database = EmbeddedPostgres.of_up(settings.data_dir)
                 database_url = database.start()
                 embedded.append(database)
         try:

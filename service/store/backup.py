@@ -152,6 +152,8 @@ def restore_archive(url: str, path: Path) -> None:
 def backup(folder: Path, redis_url: str, database_url: str | None) -> dict[str, Any]:
     """Redis, then the archive, into ``folder`` (made if missing; its files replaced)."""
     folder.mkdir(parents=True, exist_ok=True)
+    # the manifest goes last: a backup that fails half-way leaves none, which restore refuses
+    (folder / MANIFEST).unlink(missing_ok=True)
     started = time.time()
     keys = backup_redis(redis_url, folder / REDIS_FILE)
     taken = time.time()
@@ -185,12 +187,3 @@ def restore(folder: Path, redis_url: str, database_url: str | None, replace: boo
         restore_archive(database_url, folder / ARCHIVE_FILE)
     return {"redisKeys": keys, "archive": bool(manifest["archive"] and database_url)}
 
-
-def embedded_postgres_url(data_dir: Path) -> str | None:
-    """The URL of the embedded PostgreSQL running in ``data_dir`` (its postmaster.pid names the
-    socket's folder), or None when none runs."""
-    pid_file = data_dir / "postmaster.pid"
-    if not pid_file.exists():
-        return None
-    lines = pid_file.read_text().splitlines()
-    return f"postgresql://postgres@/postgres?host={lines[4]}" if len(lines) > 4 and lines[4] else None

@@ -28,6 +28,8 @@ from service.store.embedded_redis import die_with_parent
 #: the system user the server runs as when started by root
 SYSTEM_USER = "pgserver"
 DATABASE = "postgres"
+#: where `up`'s server lives in its data folder (ARENA_DATA_DIR)
+UP_FOLDER = "postgres"
 
 
 def _binaries() -> Path:
@@ -38,8 +40,15 @@ def _binaries() -> Path:
     return Path(POSTGRES_BIN_PATH)
 
 
+def _url(socket_dir: Path | str) -> str:
+    return f"postgresql://postgres@/{DATABASE}?host={socket_dir}"
+
+
 class EmbeddedPostgres:
-    """``postgres`` on a Unix socket in ``data_dir`` (made with ``initdb`` the first time)."""
+    """``postgres`` on a Unix socket in ``data_dir`` (made with ``initdb`` the first time).
+
+    Where it keeps what is in ``data_dir`` is this class's business alone: other commands
+    (``wizard-arena backup``) ask it (:meth:`running_url`) rather than look."""
 
     def __init__(self, data_dir: Path, socket_dir: Path | None = None) -> None:
         """``socket_dir``: where the socket goes, kept across restarts (so its URL stays the
@@ -50,10 +59,29 @@ class EmbeddedPostgres:
         self._socket_dir: Path | None = None
         self._user: pwd.struct_passwd | None = None
 
+    @classmethod
+    def of_up(cls, arena_data_dir: Path | str) -> EmbeddedPostgres:
+        """The server `wizard-arena up` runs in its data folder (``ARENA_DATA_DIR``)."""
+        return cls(Path(arena_data_dir) / UP_FOLDER)
+
+    @property
+    def pgdata(self) -> Path:
+        """The database cluster's folder (``initdb``'s, ``postgres -D``)."""
+        return self.data_dir / "pgdata"
+
     @property
     def url(self) -> str:
         assert self._socket_dir is not None, "start the server first"
-        return f"postgresql://postgres@/{DATABASE}?host={self._socket_dir}"
+        return _url(self._socket_dir)
+
+    def running_url(self) -> str | None:
+        """The URL of the server running on this folder, whichever process started it (its
+        ``postmaster.pid`` names the socket's folder), or None when none runs."""
+        try:
+            lines = (self.pgdata / "postmaster.pid").read_text().splitlines()
+        except FileNotFoundError:
+            return None
+        return _url(lines[4]) if len(lines) > 4 and lines[4] else None
 
     def _as_user(self) -> pwd.struct_passwd | None:
         if os.geteuid() != 0:
@@ -82,7 +110,7 @@ class EmbeddedPostgres:
         self._user = self._as_user()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._hand_over(self.data_dir)
-        pgdata = self.data_dir / "pgdata"
+        pgdata = self.pgdata
         user, group = self._run_as()
         if not (pgdata / "PG_VERSION").exists():
             shutil.rmtree(pgdata, ignore_errors=True)  # a first initdb that did not finish

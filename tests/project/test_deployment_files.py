@@ -66,10 +66,12 @@ def test_the_final_stage_runs_as_a_non_root_user():
 
 
 def test_healthcheck_asks_healthz_with_python():
+    """The image's own check is liveness (/healthz): an orchestrator that replaces unhealthy
+    containers must not restart every API over a Redis or archive outage (/readyz's 503)."""
     checks = [args for word, args in _stages()[-1] if word == "HEALTHCHECK"]
     assert checks, "the final stage needs a HEALTHCHECK"
     check = checks[-1]
-    assert "CMD" in check and "/healthz" in check
+    assert "CMD" in check and "/healthz" in check and "/readyz" not in check
     assert "urllib" in check and "curl" not in check, "python:3.11-slim has no curl: use python's urllib"
 
 
@@ -83,7 +85,7 @@ def test_port_and_default_command():
 
 def test_dockerignore_keeps_the_build_context_small_but_complete():
     ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()}
-    assert {".git", ".venv"} <= ignored
+    assert {".git", ".venv", ".venv-run"} <= ignored
     # what the Dockerfile copies must not be ignored
     copied = {
         src
@@ -160,8 +162,28 @@ def test_two_api_replicas_and_a_worker(services):
         assert service.get("depends_on", {}).get("redis", {}).get("condition") == "service_healthy", name
         assert "healthcheck" in service, f"{name} needs a health check"
     for name, service in apis.items():
-        assert "/healthz" in " ".join(service["healthcheck"]["test"]), name
+        # what the load balancer waits for: the replica ready to serve, not merely alive
+        assert "/readyz" in " ".join(service["healthcheck"]["test"]), name
         assert "--host" in _command(service) and "0.0.0.0" in _command(service), f"{name} must listen beyond localhost"
+
+
+def _seconds(duration: str) -> float:
+    """A compose duration ("1m30s", "45s", "500ms") in seconds."""
+    units = {"h": 3600, "m": 60, "s": 1, "ms": 0.001, "us": 1e-6}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|us|h|m|s)", duration)
+    assert parts and "".join(n + u for n, u in parts) == duration, f"not a duration: {duration!r}"
+    return sum(float(n) * units[u] for n, u in parts)
+
+
+def test_the_api_and_the_workers_get_longer_than_the_drain_to_stop(services):
+    """`docker compose restart` sends SIGTERM, then SIGKILL after stop_grace_period (10 s by
+    default): shorter than the API's drain, it would cut draining requests off mid-move."""
+    from service.api.draining import DRAIN_SECONDS
+
+    for name, service in {**_with_command(services, "serve"), **_with_command(services, "worker")}.items():
+        grace = service.get("stop_grace_period")
+        assert grace is not None, f"{name} needs a stop_grace_period longer than the drain ({DRAIN_SECONDS} s)"
+        assert _seconds(str(grace)) > DRAIN_SECONDS, f"{name}: stop_grace_period {grace} <= {DRAIN_SECONDS} s"
 
 
 def test_the_load_balancer_knows_every_api_replica(services):
@@ -180,6 +202,8 @@ def test_the_load_balancer_knows_every_api_replica(services):
         for api in apis:
             assert f"server {api}:8000" in text, f"{name} must send requests to {api}"
         assert "Upgrade $http_upgrade" in text, "subscriptions need WebSocket upgrades through the balancer"
+        if "healthcheck" in balancer:  # the front door: the service ready behind it, not a process alive
+            assert "/readyz" in " ".join(balancer["healthcheck"]["test"]), name
 
 
 def test_postgresql_keeps_the_archive_on_a_volume_and_migrate_runs_once_before_the_rest(services):

@@ -78,18 +78,25 @@ class Api:
         return f"ws://127.0.0.1:{self.port}/graphql"
 
     def wait_healthy(self, timeout: float = 30) -> None:
+        """Until the API answers and reaches Redis (/healthz is 200 as soon as it answers;
+        its "redis" line says whether it reaches Redis)."""
         end = time.monotonic() + timeout
         while True:
             if self.process.popen.poll() is not None:
                 raise RuntimeError("the API process exited:\n" + self.process.output())
             try:
-                if self.http.get("/healthz").status_code == 200:
+                if self.reaches_redis():
                     return
             except httpx.TransportError:
                 pass
             if time.monotonic() > end:
                 raise RuntimeError("the API did not become healthy:\n" + self.process.output())
             time.sleep(0.05)  # waiting for a child process to bind its port
+
+    def reaches_redis(self) -> bool:
+        health = self.http.get("/healthz")
+        assert health.status_code == 200, f"/healthz is liveness: 200 whenever the API answers, not {health}"
+        return health.json()["redis"] == "ok"  # type: ignore[no-any-return]
 
     # --------------------------------------------------------------- GraphQL helpers
     def gql(self, query: str, variables: dict[str, Any] | None = None, token: str | None = None) -> dict[str, Any]:

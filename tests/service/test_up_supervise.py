@@ -33,7 +33,7 @@ def test_a_killed_embedded_redis_comes_back_on_the_same_data(tmp_path: Path) -> 
         (old,) = redis_server_pids(data)
         os.kill(old, signal.SIGKILL)
         wait_until(lambda: "the embedded Redis is back" in up.output() or None, "up to start Redis again", timeout=30)
-        wait_until(lambda: healthz(up.port) == 200 or None, "/healthz to be 200 again", timeout=30)
+        wait_until(up.api.reaches_redis, "the API to reach Redis again", timeout=30)
         assert redis_server_pids(data) - {old}, "a new Redis server"
         assert up.api.data(ME, {"id": bot_id})["bot"] == {"name": "registered-before-the-crash"}
         assert up.api.data("{ me { id } }", token=token)["me"] == {"id": bot_id}

@@ -171,7 +171,7 @@ def test_a_redis_restart_while_a_thousand_wait_misses_nothing(tmp_path: Path):
         server.process.wait()
         server.stop()
         server.start()  # on the same file and socket
-        wait_until(lambda: api.http.get("/healthz").status_code == 200, "the API to reach Redis again")
+        wait_until(api.reaches_redis, "the API to reach Redis again")
 
         chosen = tokens[3]
         match_id = api.create_match(chosen, players=3, ruleset="WIZARD_JUNIOR", firstDealer=2, moveTimeoutMs=600_000)
