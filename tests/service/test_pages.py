@@ -37,6 +37,7 @@ STATS = """query($b: ID!, $r: Ruleset!) { bot(id: $b) {
   stats(ruleset: $r) { matches meanScore meanPlace bidAccuracy timeouts }
   ratings { ruleset rating games } } }"""
 BOARD = "query($r: Ruleset!) { leaderboard(ruleset: $r, first: 500) { rank bot { id } rating } }"
+FITTED_BOARD = "query($r: Ruleset!) { leaderboard(ruleset: $r, method: FITTED, first: 500) { rank bot { id } rating } }"
 STANDINGS = "query($t: ID!) { tournament(id: $t) { standings { rank bot { id name } points } } }"
 SCORES = "query($m: ID!) { match(id: $m) { status seats { bot { id } score } winners } }"
 
@@ -142,8 +143,16 @@ def test_a_leaderboard_page_ranks_bots_with_tabs_and_pages(api, played):
     assert f">{entry['rank']}<" in row and f">{round(entry['rating'])}<" in row
     assert f'class="current" aria-current="page">{RULESET}<' in html
     assert 'class="current" aria-current="page">ELO<' in html
-    fitted = page(api, f"/leaderboard/{RULESET}?method=FITTED")
+    # the fitted ratings, once the worker has refitted the ruleset with the module's rated matches
+    api.data("mutation($r: Ruleset!) { refitRatings(ruleset: $r) }", {"r": RULESET}, played.a)
+    fitted_board = wait_until(lambda: [e for e in api.data(FITTED_BOARD, {"r": RULESET})["leaderboard"]
+                                       if e["bot"]["id"] == played.a_id], "a's fitted rating")
+    [fitted_entry] = fitted_board
+    fitted_offset = (fitted_entry["rank"] - 1) // LEADERBOARD_PAGE * LEADERBOARD_PAGE
+    fitted = page(api, f"/leaderboard/{RULESET}?method=FITTED&offset={fitted_offset}")
     assert 'class="current" aria-current="page">FITTED<' in fitted
+    fitted_row = row_of(fitted, f'href="/bots/{played.a_id}"')
+    assert f">{fitted_entry['rank']}<" in fitted_row and f">{round(fitted_entry['rating'])}<" in fitted_row
 
     far = page(api, f"/leaderboard/{RULESET}?offset=1000000")
     assert 'class="empty"' in far and 'rel="prev"' in far and 'rel="next"' not in far
