@@ -8,7 +8,7 @@ import contextlib
 import gc
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -536,19 +536,18 @@ async def database_state(services: Services) -> str:
     "unavailable: <why>" (no answer within 2 s counts as away)."""
     if services.archive is None:
         return "not configured"
-    try:
-        async with asyncio.timeout(2):
-            await services.archive.ping()
-    except Exception as error:  # noqa: BLE001 - any failure means "not reachable"
-        return f"unavailable: {str(error) or type(error).__name__}"
-    return "ok"
+    return await _state_of(services.archive.ping)
 
 
 async def redis_state(services: Services) -> str:
     """Redis as the health answers say it: "ok" or "unavailable: <why>" (2 s at most)."""
+    return await _state_of(services.redis.ping)
+
+
+async def _state_of(ping: Callable[[], Awaitable[object]]) -> str:
     try:
         async with asyncio.timeout(2):
-            await services.redis.ping()
+            await ping()
     except Exception as error:  # noqa: BLE001 - any failure means "not reachable"
         return f"unavailable: {str(error) or type(error).__name__}"
     return "ok"

@@ -91,6 +91,19 @@ async def until_finished(services: Services, match_ids: list[str], seconds: floa
                 await asyncio.sleep(0.05)  # (a poll of the match's status: it has no event to await here)
 
 
+async def dispatch_until_finished(services: Services, consumer: str, match_ids: list[str], **given: Any) -> Dispatcher:
+    """One dispatcher, run until ``match_ids`` have finished, then stopped."""
+    dispatcher = Dispatcher(services, consumer=consumer, **given)
+    stop = asyncio.Event()
+    running = asyncio.create_task(dispatcher.run(stop))
+    try:
+        await until_finished(services, match_ids)
+    finally:
+        stop.set()
+        await running
+    return dispatcher
+
+
 def test_two_dispatchers_share_the_calls_and_make_each_once(own_redis: str) -> None:
     bot = Recorder()
 
@@ -150,14 +163,7 @@ def test_a_seats_start_goes_before_its_first_turn_whichever_dispatcher_has_it(ow
             [match_id] = await seated_matches(services, bot.url, matches=1)
             held = await store.next_calls("slow", 3, 1_000)  # the three starts, queued first
             assert [(c.kind, c.match_id) for c in held] == [("start", match_id)] * 3
-            other = Dispatcher(services, consumer="other")
-            stop = asyncio.Event()
-            running = asyncio.create_task(other.run(stop))
-            try:
-                await until_finished(services, [match_id])
-            finally:
-                stop.set()
-                await running
+            other = await dispatch_until_finished(services, "other", [match_id])
             return other, await services.matches.get(match_id)
         finally:
             await services.close()
@@ -183,14 +189,7 @@ def test_calls_a_dispatcher_read_and_never_finished_are_taken_over_and_made(own_
             # before it makes them: they stay pending under its name, unacknowledged
             read = await store.next_calls("died", 100, 1_000)
             assert {c.kind for c in read if c.match_id == match_id} == {"start", "turn"}
-            survivor = Dispatcher(services, consumer="survivor", take_over_after_ms=300)
-            stop = asyncio.Event()
-            running = asyncio.create_task(survivor.run(stop))
-            try:
-                await until_finished(services, [match_id])
-            finally:
-                stop.set()
-                await running
+            survivor = await dispatch_until_finished(services, "survivor", [match_id], take_over_after_ms=300)
             return survivor, await services.matches.get(match_id)
         finally:
             await services.close()
@@ -224,14 +223,7 @@ def test_a_dispatcher_stopped_with_calls_in_hand_finishes_them_first(own_redis: 
             stop.set()
             await running
             pending = await services.redis.xpending(WEBHOOK_CALLS, WEBHOOK_DISPATCHERS)
-            second = Dispatcher(services, consumer="second")
-            stop = asyncio.Event()
-            running = asyncio.create_task(second.run(stop))
-            try:
-                await until_finished(services, [match_id])
-            finally:
-                stop.set()
-                await running
+            second = await dispatch_until_finished(services, "second", [match_id])
             return pending, first, second, await services.matches.get(match_id)
         finally:
             await services.close()
