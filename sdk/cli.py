@@ -108,8 +108,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     )
     play.add_argument(
         "--invitations", choices=["accept", "decline", "ask"], default=None,
-        help="tournament invitations: accept or decline every one (those pending now, and the server's policy for "
-        "later ones), or ask (leave them to answer); default: the bot's policy as it is",
+        help="tournament invitations: accept or decline each one as it comes (those pending too) while this runs, "
+        "leaving no standing policy on the server; ask: answer none, and clear a standing ACCEPT_ALL or DECLINE_ALL "
+        "policy; default: answer none",
     )
     play.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     play.set_defaults(run=_play)
@@ -178,7 +179,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     create.add_argument("--move-timeout-ms", type=int, help="per move (default: the server's)")
     create.add_argument("--unrated", action="store_true", help="leave ratings alone (tournaments are rated by default)")
     create.add_argument("--duplicate", action="store_true", help="replay each set of deals with the seats rotated")
-    create.add_argument("--bot", action="append", default=[], metavar="ID", help="enter a bot by id; repeat")
+    create.add_argument("--bot", action="append", default=[], metavar="ID",
+                        help="invite a bot by id (it enters when it accepts; a house bot's id, house-heuristic, "
+                        "enters at once); repeat")
     create.add_argument("--house-bot", action="append", default=[], metavar="KIND", help="enter a house bot; repeat")
     listing = tournament_commands.add_parser("list", help="a server's tournaments, newest first")
     listing.add_argument("--status", choices=["SCHEDULED", "RUNNING", "FINISHED", "CANCELLED"])
@@ -188,6 +191,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     show.add_argument("tournament_id", metavar="TOURNAMENT")
     cancel = tournament_commands.add_parser("cancel", help="cancel a tournament you created")
     cancel.add_argument("tournament_id", metavar="TOURNAMENT")
+    cancel.add_argument("--reason", help="why (at most 200 characters): shown as the tournament's cancelledReason")
     for remote in (create, listing, show, cancel):
         _url_option(remote)
         _token_option(remote, required=remote in (create, cancel))

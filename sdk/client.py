@@ -12,8 +12,8 @@ import argparse
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
-from typing import Any, NamedTuple
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, NamedTuple, TypeVar
 
 import httpx
 import websockets
@@ -35,8 +35,12 @@ MATCH_FIELDS = MATCH.selection()
 #: what the organiser's commands show of a tournament
 TOURNAMENT_FIELDS = (
     "id name status format ruleset variants playersPerMatch rounds durationMinutes startsAt startedAt finishedAt "
-    "rated duplicate createdBy entrants { id name } standings { rank points matches bot { id name } }"
+    "rated duplicate createdBy cancelledReason entrants { id name } standings { rank points matches bot { id name } }"
 )
+#: what the runner reads of an invitation
+INVITATION_FIELDS = "id status tournament { id name }"
+
+T = TypeVar("T")
 
 
 class ArenaError(Exception):
@@ -90,6 +94,16 @@ class Moved(NamedTuple):
         return self.status in ("FINISHED", "ABORTED")
 
 
+class TurnWait(NamedTuple):
+    """``nextTurn``'s answer: why the wait ended (``YOUR_TURN``, ``TIMED_OUT``, ``MATCH_OVER``,
+    ``INVITATION``), the match, and with ``INVITATION`` the invitation (``{id status tournament
+    {id name}}``)."""
+
+    reason: str
+    match: Match | None
+    invitation: dict[str, Any] | None
+
+
 class Match:
     """One ``Match`` as the API answered it: the engine's view plus the live fields."""
 
@@ -137,11 +151,32 @@ async def rate_limit_wait(error: ArenaError) -> None:
     await asyncio.sleep(wait)
 
 
+def _raise_for_status(response: httpx.Response, url: str) -> None:
+    """The API's error for an answer that carries none of its own (a proxy's 429 or 413 page)."""
+    status = response.status_code
+    if status == 429:
+        retry_after = response.headers.get("retry-after", "1")
+        wait = float(retry_after) if retry_after.replace(".", "", 1).isdigit() else 1.0
+        raise ArenaError("RATE_LIMITED", f"HTTP 429 from {url}", wait)
+    if status == 413:
+        raise ArenaError("LIMIT_EXCEEDED", f"HTTP 413 from {url}: the request is too large")
+
+
 def _match(data: Any) -> Match:
     try:
         return Match(data)
     except (KeyError, TypeError, ValueError) as e:
         raise BadAnswer(f"the server's Match could not be read ({type(e).__name__}: {e}); is the SDK up to date?") from e
+
+
+def _turn(data: Any) -> Match | None:
+    """A turn from a subscription; one this SDK cannot read (a newer server's ruleset, say) is
+    logged and skipped (None): it times out, the others go on."""
+    try:
+        return Match(data)
+    except (KeyError, TypeError, ValueError) as e:
+        log.error("a turn this SDK cannot read was skipped (%s: %s): %.300s", type(e).__name__, e, data)
+        return None
 
 
 def _message(raw: str | bytes) -> dict[str, Any]:
@@ -186,9 +221,15 @@ class ArenaClient:
     async def graphql(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
         """The ``data`` of one operation; the first error as :class:`ArenaError`, but for
         ``RATE_LIMITED``, which is waited out and sent again (see ``wait_when_rate_limited``)."""
+        return await self._sent_until_not_rate_limited(lambda: self._graphql_once(query, variables))
+
+    async def _sent_until_not_rate_limited(self, send: Callable[[], Awaitable[T]]) -> T:
+        """What ``send()`` answers, sent again after each ``RATE_LIMITED`` refusal (which changed
+        nothing) once the wait the server names has passed; unless ``wait_when_rate_limited`` is
+        False, then the refusal is raised."""
         while True:
             try:
-                return await self._graphql_once(query, variables)
+                return await send()
             except ArenaError as e:
                 if e.code != "RATE_LIMITED" or not self.wait_when_rate_limited:
                     raise
@@ -214,20 +255,18 @@ class ArenaClient:
         if isinstance(body, dict) and isinstance(body.get("data"), dict):
             return body["data"]
         # no GraphQL answer: a proxy's page, or a server in trouble
-        status = response.status_code
-        if status == 429:
-            retry_after = response.headers.get("retry-after", "1")
-            wait = float(retry_after) if retry_after.replace(".", "", 1).isdigit() else 1.0
-            raise ArenaError("RATE_LIMITED", f"HTTP 429 from {self.graphql_url}", wait)
-        if status == 413:
-            raise ArenaError("LIMIT_EXCEEDED", f"HTTP 413 from {self.graphql_url}: the request is too large")
+        _raise_for_status(response, self.graphql_url)
         raise ArenaUnavailable(
-            f"{self.graphql_url} answered HTTP {status} with no GraphQL answer: is this a Wizard Arena server?"
+            f"{self.graphql_url} answered HTTP {response.status_code} with no GraphQL answer: is this a Wizard Arena server?"
         )
 
     async def record(self, match_id: str) -> dict[str, Any]:
         """A finished match's record (``GET /api/matches/{id}/record``): config, seed, every
-        move, the result, the ``seedHash`` published at the start."""
+        move, the result, the ``seedHash`` published at the start. ``RATE_LIMITED`` is waited
+        out as :meth:`graphql` waits it out."""
+        return await self._sent_until_not_rate_limited(lambda: self._record_once(match_id))
+
+    async def _record_once(self, match_id: str) -> dict[str, Any]:
         url = f"{self.url}/api/matches/{match_id}/record"
         try:
             response = await self._http.get(url)
@@ -239,6 +278,7 @@ class ArenaClient:
             body = None
         if isinstance(body, dict) and isinstance(body.get("error"), dict):
             raise ArenaError.from_graphql(body["error"])
+        _raise_for_status(response, url)
         if response.is_error or not isinstance(body, dict):
             raise ArenaUnavailable(f"{url} answered HTTP {response.status_code} with no record: is this a Wizard Arena server?")
         return body
@@ -259,6 +299,11 @@ class ArenaClient:
 
     async def me(self) -> dict[str, Any] | None:
         return (await self.graphql("{ me { id name } }"))["me"]
+
+    async def invitation_policy(self) -> str | None:
+        """The bot's standing answer to tournament invitations (None: no bot has this token)."""
+        me = (await self.graphql("{ me { invitationPolicy } }"))["me"]
+        return None if me is None else str(me["invitationPolicy"])
 
     async def set_invitation_policy(self, policy: str) -> str:
         """The bot's standing answer to tournament invitations: ACCEPT_ALL, DECLINE_ALL or ASK."""
@@ -299,9 +344,12 @@ class ArenaClient:
         data = await self.graphql(f"query($id: ID!) {{ tournament(id: $id) {{ {TOURNAMENT_FIELDS} }} }}", {"id": tournament_id})
         return data["tournament"]
 
-    async def cancel_tournament(self, tournament_id: str) -> dict[str, Any]:
+    async def cancel_tournament(self, tournament_id: str, reason: str | None = None) -> dict[str, Any]:
+        """Cancels a tournament its bot created; ``reason`` shows in its ``cancelledReason``."""
         data = await self.graphql(
-            f"mutation($id: ID!) {{ cancelTournament(tournamentId: $id) {{ {TOURNAMENT_FIELDS} }} }}", {"id": tournament_id}
+            f"mutation($id: ID!, $reason: String) {{ cancelTournament(tournamentId: $id, reason: $reason) "
+            f"{{ {TOURNAMENT_FIELDS} }} }}",
+            {"id": tournament_id, "reason": reason},
         )
         return dict(data["cancelTournament"])
 
@@ -357,6 +405,20 @@ class ArenaClient:
             {"id": match_id, "t": timeout_ms},
         )
         return None if data.get("awaitTurn") is None else _match(data["awaitTurn"])
+
+    async def next_turn_or_invitation(self, timeout_ms: int | None = None) -> TurnWait:
+        """``nextTurn(invitations: true)``: waits on all the bot's matches and its invitations
+        (one pending answers at once), for bots that long-poll."""
+        data = await self.graphql(
+            f"query($t: Int) {{ nextTurn(timeoutMs: $t, invitations: true) {{ reason match {{ {MATCH_FIELDS} }} "
+            f"invitation {{ {INVITATION_FIELDS} }} }} }}",
+            {"t": timeout_ms},
+        )
+        wait = data.get("nextTurn")
+        if not isinstance(wait, dict):
+            raise BadAnswer(f"the server answered nextTurn with {wait!r}")
+        match = wait.get("match")
+        return TurnWait(str(wait.get("reason")), None if match is None else _match(match), wait.get("invitation"))
 
     # ------------------------------------------------------------------ subscriptions
     async def subscribe(self, query: str, variables: dict[str, Any] | None = None) -> AsyncIterator[dict[str, Any]]:
@@ -415,12 +477,29 @@ class ArenaClient:
         first). A turn this SDK cannot read (a newer server's ruleset, say) is logged and
         skipped: it times out, the others go on."""
         async for data in self.subscribe(f"subscription {{ myTurns {{ {MATCH_FIELDS} }} }}"):
-            try:
-                match = Match(data["myTurns"])
-            except (KeyError, TypeError, ValueError) as e:
-                log.error("a turn this SDK cannot read was skipped (%s: %s): %.300s", type(e).__name__, e, data)
+            match = _turn(data.get("myTurns"))
+            if match is not None:
+                yield match
+
+    async def my_turns_and_invitations(self) -> AsyncIterator[Match | dict[str, Any]]:
+        """``myTurnsAndInvitations``: what :meth:`my_turns` yields and, on the same stream, the
+        bot's invitations (``{id status tournament {id name}}``): those pending when it
+        subscribes, then each new one as it comes."""
+        # aliased: Invitation's status and Match's are different enums, which GraphQL does not
+        # let share one name in a union's selection
+        query = (
+            f"subscription {{ myTurnsAndInvitations {{ __typename ... on Match {{ {MATCH_FIELDS} }} "
+            "... on Invitation { invitationId: id invitationStatus: status tournament { id name } } } }"
+        )
+        async for data in self.subscribe(query):
+            item = data.get("myTurnsAndInvitations")
+            if isinstance(item, dict) and item.get("__typename") == "Invitation":
+                yield {"id": item.get("invitationId"), "status": item.get("invitationStatus"),
+                       "tournament": item.get("tournament") or {}}
                 continue
-            yield match
+            match = _turn(item)
+            if match is not None:
+                yield match
 
     async def match_updates(self, match_id: str) -> AsyncIterator[Match]:
         """``matchUpdates``: the caller's view after every change, until the match ends."""
@@ -509,6 +588,8 @@ def _tournament_lines(t: dict[str, Any]) -> list[str]:
         f"{t['playersPerMatch']} per match{', rated' if t.get('rated') else ''}; starts {t['startsAt']}",
         f"  entrants: {', '.join(e['name'] for e in t.get('entrants') or []) or 'none yet'}",
     ]
+    if t.get("cancelledReason"):
+        lines.append(f"  {t['cancelledReason']}")
     for s in t.get("standings") or []:
         lines.append(f"  {s['rank']:>3}. {s['bot']['name']:<30} {s['points']:>7g} points in {s['matches']} matches")
     return lines
@@ -539,7 +620,7 @@ def tournament_command(args: argparse.Namespace) -> None:
                 if found is None:
                     raise ArenaError("NOT_FOUND", f"no tournament with id {args.tournament_id!r}")
                 return found
-            return await client.cancel_tournament(args.tournament_id)
+            return await client.cancel_tournament(args.tournament_id, args.reason)
 
     result = _run(run())
     if action == "list":

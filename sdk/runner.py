@@ -11,6 +11,10 @@ until stopped.
   that has moved on is decided again.
 - ``RATE_LIMITED`` answers are waited out; a bot that raises, or answers an illegal move,
   is logged and loses only that move (the server's fallback plays it at the deadline).
+- Told to (``invitations``), it answers tournament invitations as they come on its turn
+  stream (``myTurnsAndInvitations``, or ``nextTurn(invitations: true)`` when polling), those
+  pending at its start too. It sets no standing policy on the server for that: a bot that is
+  not running is entered in nothing (a standing ACCEPT_ALL would enter it after a crash too).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from sdk.bot import Bot, load_bot
 from sdk.client import ArenaClient, ArenaError, ArenaUnavailable, Match, WebSocketsUnavailable, rate_limit_wait
@@ -46,8 +51,9 @@ DECIDED_MEMORY = 10_000
 DECISION_THREADS = 32
 
 
-#: ``wizard-arena play --invitations``: the server's invitation policy each sets (None: unchanged)
-INVITATION_POLICIES: dict[str, str] = {"accept": "ACCEPT_ALL", "decline": "DECLINE_ALL", "ask": "ASK"}
+#: ``wizard-arena play --invitations``: the runner's answer to each invitation that comes while
+#: it runs (True: accept; None: answer none, ``ask`` also clearing a standing policy)
+INVITATION_ANSWERS: dict[str, bool | None] = {"accept": True, "decline": False, "ask": None}
 
 
 class Backoff:
@@ -75,11 +81,16 @@ class BotRunner:
     def __init__(self, bot: Bot, client: ArenaClient, transport: str = "auto", invitations: str | None = None) -> None:
         if transport not in ("auto", "ws", "poll"):
             raise ValueError(f"transport {transport!r}: use auto, ws or poll")
-        if invitations is not None and invitations not in INVITATION_POLICIES:
-            raise ValueError(f"invitations {invitations!r}: use {', '.join(INVITATION_POLICIES)}")
+        if invitations is not None and invitations not in INVITATION_ANSWERS:
+            raise ValueError(f"invitations {invitations!r}: use {', '.join(INVITATION_ANSWERS)}")
         self.bot = bot
-        #: the tournament invitations policy to set at the start (None: leave the bot's as it is)
+        #: what to do with tournament invitations (None: nothing)
         self.invitations = invitations
+        #: the answer given to each invitation as it comes (True: accept, False: decline; None: none)
+        self.accept_invitations = None if invitations is None else INVITATION_ANSWERS[invitations]
+        #: polling: an answer failed, so the next wait leaves invitations out (one still pending
+        #: would end every wait at once)
+        self._invitation_failed = False
         self.client = client
         self.transport = transport
         self.moves_sent = 0
@@ -122,8 +133,7 @@ class BotRunner:
         if me is None:
             raise ArenaError("UNAUTHENTICATED", "the server knows no bot with this token: check --token")
         log.info("playing as %s (bot %s) with %s over %s", me["name"], me["id"], self.bot.label, self.client.url)
-        if self.invitations is not None:
-            await self._answer_invitations(INVITATION_POLICIES[self.invitations])
+        await self._check_invitation_policy()
         transport = self.transport
         while True:
             try:
@@ -152,19 +162,37 @@ class BotRunner:
                 log.exception("the turn stream failed unexpectedly")
                 await self._pause("the turn stream failed")
 
-    async def _answer_invitations(self, policy: str) -> None:
-        """Set the bot's invitation policy (the server applies it to every later invitation)
-        and give the invitations already pending the same answer; ``ask`` answers none."""
-        await self.client.set_invitation_policy(policy)
-        if policy == "ASK":
+    async def _check_invitation_policy(self) -> None:
+        """``ask`` clears the bot's standing invitation policy; ``accept`` and ``decline``
+        warn of one, which answers invitations before the runner sees them (and while it is not
+        running)."""
+        if self.invitations == "ask":
+            await self.client.set_invitation_policy("ASK")
+            log.info("invitations: none answered; the bot's standing policy is ASK")
             return
-        for invitation in await self.client.pending_invitations():
-            try:
-                status = await self.client.answer_invitation(invitation["id"], accept=policy == "ACCEPT_ALL")
-            except ArenaError as e:  # the tournament started meanwhile: nothing to answer any more
-                log.warning("invitation to %s not answered: %s", invitation["tournament"]["name"], e)
-            else:
-                log.info("invitation to tournament %s: %s", invitation["tournament"]["name"], status)
+        if self.accept_invitations is None:
+            return
+        policy = await self.client.invitation_policy()
+        if policy not in (None, "ASK"):
+            log.warning(
+                "the bot's standing invitation policy is %s: the server answers its invitations with it, also while "
+                "this runner is not running; `--invitations ask` clears it", policy,
+            )
+
+    async def _answer_invitation(self, invitation: dict[str, Any]) -> None:
+        """Gives a PENDING invitation the answer ``--invitations`` names (others were answered
+        already: by the bot's standing policy, say)."""
+        name = (invitation.get("tournament") or {}).get("name")
+        if invitation.get("status") != "PENDING":
+            log.info("invitation to tournament %s: %s", name, invitation.get("status"))
+            return
+        try:
+            status = await self.client.answer_invitation(str(invitation["id"]), accept=bool(self.accept_invitations))
+        except ArenaError as e:  # the tournament started or filled meanwhile, say
+            self._invitation_failed = True
+            log.warning("invitation to tournament %s not answered: %s: %s", name, e.code, e.message)
+        else:
+            log.info("invitation to tournament %s: %s", name, status)
 
     async def _who_am_i(self) -> dict[str, str] | None:
         """The token's bot, waiting for a server that is not up yet."""
@@ -180,10 +208,25 @@ class BotRunner:
         await asyncio.sleep(delay)
 
     async def _subscribe(self) -> None:
-        async for match in self.client.my_turns():
+        stream = self.client.my_turns() if self.accept_invitations is None else self.client.my_turns_and_invitations()
+        async for item in stream:
             self._backoff.reset()
-            self._turn(match)
-        raise ArenaUnavailable("the server ended the myTurns subscription")
+            if isinstance(item, Match):
+                self._turn(item)
+            else:
+                await self._answer_invitation(item)
+        raise ArenaUnavailable("the server ended the turn stream")
+
+    async def _next_turn(self) -> Match | None:
+        """A match where the bot has a move to make, or None after a while; an invitation met on
+        the way (when the runner answers them) is answered."""
+        if self.accept_invitations is None or self._invitation_failed:
+            self._invitation_failed = False
+            return await self.client.await_turn(None, POLL_TIMEOUT_MS)
+        wait = await self.client.next_turn_or_invitation(POLL_TIMEOUT_MS)
+        if wait.invitation is not None:
+            await self._answer_invitation(wait.invitation)
+        return wait.match if wait.reason == "YOUR_TURN" else None
 
     async def _poll(self) -> None:
         """Long-polls: ``awaitTurn`` over all matches finds the matches with a turn, and each
@@ -192,7 +235,7 @@ class BotRunner:
         pollers: dict[str, asyncio.Task[None]] = {}
         try:
             while True:
-                match = await self.client.await_turn(None, POLL_TIMEOUT_MS)
+                match = await self._next_turn()
                 self._backoff.reset()
                 if match is None:
                     continue

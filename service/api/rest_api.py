@@ -23,6 +23,8 @@ MATCH_FIELDS = MATCH.selection()
 BOT_FIELDS = (
     "id name house houseKind description homepage createdAt retired retiredAt ratings { ruleset rating games }"
 )
+#: the caller's own bot: what anyone sees of it, and what only it sees
+ME_FIELDS = f"{BOT_FIELDS} invitationPolicy"
 TOKEN_FIELDS = "id name createdAt lastUsedAt"
 WEBHOOK_FIELDS = "url status failures lastError lastErrorAt pausedUntil"
 TOURNAMENT_SUMMARY = (
@@ -102,16 +104,16 @@ OPERATIONS: list[Operation] = [
     ),
     Operation(
         "GET", "/api/me", "me", "The authenticated bot", BOTS,
-        f"query {{ me {{ {BOT_FIELDS} }} }}", needs_token=True,
+        f"query {{ me {{ {ME_FIELDS} }} }}", needs_token=True,
     ),
     Operation(
         "PATCH", "/api/me", "updateBot", "Describe your bot", BOTS,
-        f"mutation($input: UpdateBotInput!) {{ updateBot(input: $input) {{ {BOT_FIELDS} }} }}",
+        f"mutation($input: UpdateBotInput!) {{ updateBot(input: $input) {{ {ME_FIELDS} }} }}",
         body="input", needs_token=True, description="`description` and `homepage` (an http(s) URL); null clears one.",
     ),
     Operation(
         "POST", "/api/me/retire", "retireBot", "Retire your bot for good", BOTS,
-        f"mutation {{ retireBot {{ {BOT_FIELDS} }} }}", body="fields", needs_token=True,
+        f"mutation {{ retireBot {{ {ME_FIELDS} }} }}", body="fields", needs_token=True,
         description="No new matches, tournaments or tokens; matches under way play on; its name, history and "
                     "ratings stay.",
     ),

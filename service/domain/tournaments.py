@@ -19,6 +19,7 @@ import secrets
 from dataclasses import dataclass, field
 
 from ranking.pairing import placement_points, round_robin_round, swiss_round
+from service.domain.bots import house_bot_profile
 from service.domain.matches import Caller, MatchService
 from service.domain.ratings import RatingService
 from service.domain.retirement import refuse_retired
@@ -77,6 +78,22 @@ class NewTournament:
     house_bots: list[str] = field(default_factory=list)
 
 
+def _house_bots_apart(bot_ids: list[str]) -> tuple[list[str], list[str]]:
+    """``bots`` as named at creation: the registered bots' ids (to invite), and the kinds of
+    the house bots named by their ids (``house-heuristic``, as ``bot(id:)`` finds them), which
+    enter as ``houseBots`` do: the server plays them, so they accept by themselves. A bot
+    named twice is named once."""
+    registered: list[str] = []
+    kinds: list[str] = []
+    for bot_id in dict.fromkeys(bot_ids):
+        house = house_bot_profile(bot_id)
+        if house is not None and house.house is not None:
+            kinds.append(house.house)
+        else:
+            registered.append(bot_id)
+    return registered, kinds
+
+
 def _refuse_if_too_few_at_once(entrants: list[Entrant], invitations: list[Invitation]) -> None:
     """A tournament that starts at once can never run with fewer than 2 entrants entered at
     creation: invited bots need time to accept, other bots time to join. (A later start
@@ -113,7 +130,9 @@ class TournamentService:
     # ------------------------------------------------------------------ API
     async def create(self, caller: Caller, spec: NewTournament) -> Tournament:
         s = self.settings
-        await refuse_retired(self.bots, [caller.bot_id, *spec.bots], "create or enter tournaments")
+        registered, house_kinds = _house_bots_apart(spec.bots)
+        house_kinds += spec.house_bots
+        await refuse_retired(self.bots, [caller.bot_id, *registered], "create or enter tournaments")
         fmt = spec.format
         name = spec.name
         if not isinstance(name, str) or not name.strip() or len(name) > 80:
@@ -134,11 +153,11 @@ class TournamentService:
             raise BadInput("startsAt is in the past: leave it out to start now")
         if starts > now_ms() + 366 * 86_400_000:
             raise BadInput("startsAt is more than a year ahead: schedule it nearer the time")
-        if len(spec.bots) + len(spec.house_bots) > MAX_ENTRANTS:
+        if len(registered) + len(house_kinds) > MAX_ENTRANTS:
             raise LimitExceeded(f"a tournament takes at most {MAX_ENTRANTS} entrants")
         tid = secrets.token_hex(6)
-        entrants, invitations = await self._invite(caller, tid, spec.bots)
-        for n, kind in enumerate(spec.house_bots):
+        entrants, invitations = await self._invite(caller, tid, registered)
+        for n, kind in enumerate(house_kinds):
             if kind not in HOUSE_BOTS:
                 raise BadInput(f"house bot kinds are {', '.join(HOUSE_BOTS)}, not {kind!r}")
             entrants.append(Entrant(f"house-{kind.lower()}-{n}", f"House {kind.title()} {n}", kind))

@@ -69,6 +69,25 @@ def test_a_rate_limited_request_is_sent_again_after_the_wait_the_server_names(se
     assert answer.requests == 2 and time.monotonic() - started >= 0.2
 
 
+def test_a_rate_limited_record_is_fetched_again_after_the_wait_the_server_names(server):
+    url, answer = server
+    refusal = {"error": {"code": "RATE_LIMITED", "message": "wait 0.2 s", "retryAfterSeconds": 0.2}}
+    answer_with(answer, 429, refusal, **{"Retry-After": "1"})
+    answer.then = (200, {"matchId": "m1", "moves": []})
+
+    async def record(wait_when_rate_limited: bool) -> object:
+        async with ArenaClient(url, wait_when_rate_limited=wait_when_rate_limited) as client:
+            return await client.record("m1")
+
+    with pytest.raises(ArenaError) as caught:  # told not to wait: the refusal, with the body's exact wait
+        asyncio.run(record(False))
+    assert caught.value.code == "RATE_LIMITED" and caught.value.retry_after == 0.2
+    answer.requests = 0
+    started = time.monotonic()
+    assert asyncio.run(record(True)) == {"matchId": "m1", "moves": []}
+    assert answer.requests == 2 and time.monotonic() - started >= 0.2
+
+
 def test_a_proxys_413_is_limit_exceeded_and_its_502_a_lost_connection(server):
     url, answer = server
     answer_with(answer, 413, b"<html>too large</html>")

@@ -3,8 +3,10 @@ enters only by its own act (accepting, joining, or its ACCEPT_ALL policy). Invit
 listed, accepted, declined (each idempotent, the opposite answer refused), expired at the
 start; the policies; invitations on the bot's stream beside its turns; every cancellation
 with its reason; a tournament that can never run refused at creation; the tournament error
-codes; and the reported wall replayed: another author's bot named in a rated tournament with
-a short move timeout plays nothing and its rating does not move.
+codes; house bots named in ``bots`` by their ids, entered at once; ``wizard-arena play
+--invitations``, which answers invitations only while it runs; and the reported wall
+replayed: another author's bot named in a rated tournament with a short move timeout plays
+nothing and its rating does not move.
 
 Real API and worker processes on the test Redis; waits are bounded polls of the state."""
 
@@ -159,6 +161,21 @@ def test_policies_answer_at_invitation_time_and_show_on_me_only(api):
     assert api.error_code(POLICY, {"p": "ACCEPT_ALL"}) == "UNAUTHENTICATED"
 
 
+def test_a_house_bot_named_in_bots_by_its_id_enters_at_once(api):
+    creator, creator_id = api.register()
+    guest, guest_id = api.register()
+    assert api.data("query($b: ID!) { bot(id: $b) { id } }", {"b": "house-heuristic"})["bot"] == {"id": "house-heuristic"}
+    # starting now: the creator and the house bot are entered at creation, so it can run
+    t = create(api, creator, bots=[creator_id, "house-heuristic", guest_id, "house-heuristic"],
+               houseBots=["RANDOM"], startsAt=None)
+    assert [e["id"] for e in t["entrants"]] == [creator_id, "house-heuristic-0", "house-random-1"]  # named once
+    assert invitations(api, guest)[0]["status"] == "PENDING"  # the registered bot is still only invited
+    assert api.data(CANCEL, {"t": t["id"]}, creator)["cancelTournament"]["status"] == "CANCELLED"
+    # an id that is neither a registered bot nor a house bot's
+    assert api.error_code(CREATE, {"i": {"name": "x", "format": "ROUND_ROBIN", "rounds": 1, "startsAt": later(60),
+                                         "bots": ["house-nonsense"]}}, creator) == "NOT_FOUND"
+
+
 # ---------------------------------------------------------------------- the start
 
 
@@ -280,19 +297,39 @@ def test_another_authors_bot_named_in_a_rated_tournament_plays_nothing_unless_it
 # ---------------------------------------------------------------------- the SDK
 
 
-def test_wizard_arena_play_accepts_invitations_when_told(api, tmp_path):
+def policy_of(api: Any, token: str) -> str:
+    return api.data("{ me { invitationPolicy } }", {}, token)["me"]["invitationPolicy"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("transport", ["ws", "poll"])
+def test_wizard_arena_play_accepts_invitations_while_it_runs_and_leaves_no_standing_policy(api, tmp_path, transport):
     creator, _ = api.register()
     token, bot_id = api.register()
     pending = create(api, creator, bots=[bot_id], startsAt=later(3600))
-    player = Process(["play", "--url", api.base, "--token", token, "--invitations", "accept"], dict(os.environ),
-                     tmp_path / "play.log")
+    player = Process(["play", "--url", api.base, "--token", token, "--transport", transport, "--invitations", "accept"],
+                     dict(os.environ), tmp_path / "play.log")
     try:
-        # the invitation pending when it started is accepted, and the policy answers later ones
+        # the invitation pending when it started is accepted, and so is one that comes while it runs
         wait_until(lambda: invitation_to(api, token, pending["id"])["status"] == "ACCEPTED", "the pending one accepted")
-        assert api.data("{ me { invitationPolicy } }", {}, token)["me"]["invitationPolicy"] == "ACCEPT_ALL"
         assert bot_id in entrant_ids(api, pending["id"])
         fresh = create(api, creator, bots=[bot_id], startsAt=later(3600))
-        assert [e["id"] for e in fresh["entrants"]] == [bot_id]
+        assert fresh["entrants"] == []  # invited: the runner answers, not a policy on the server
+        wait_until(lambda: invitation_to(api, token, fresh["id"])["status"] == "ACCEPTED", "the new one accepted")
+        assert bot_id in entrant_ids(api, fresh["id"])
+        assert policy_of(api, token) == "ASK"
+    finally:
+        player.stop(sig_kill=True)  # as a crash would: nothing is left to say yes for the bot
+    assert "invitation to tournament" in player.output()
+    after = create(api, creator, bots=[bot_id], startsAt=later(3600))
+    assert after["entrants"] == [] and invitation_to(api, token, after["id"])["status"] == "PENDING"
+
+
+def test_wizard_arena_play_invitations_ask_clears_a_standing_policy(api, tmp_path):
+    token, _ = api.register()
+    api.data(POLICY, {"p": "ACCEPT_ALL"}, token)  # as an older runner's --invitations accept left it
+    player = Process(["play", "--url", api.base, "--token", token, "--invitations", "ask"], dict(os.environ),
+                     tmp_path / "play.log")
+    try:
+        wait_until(lambda: policy_of(api, token) == "ASK", "the standing policy cleared")
     finally:
         player.stop()
-    assert "invitation to tournament" in player.output()

@@ -53,9 +53,22 @@ def test_an_organiser_creates_lists_shows_and_cancels_a_tournament(api):
 
     refused = arena("tournament", "cancel", tid, *server, "--token", entrant, ok=False)
     assert "FORBIDDEN" in refused.stderr  # only its creator cancels it
-    assert as_json("tournament", "cancel", tid, *server, "--token", token)["status"] == "CANCELLED"
+    cancelled = as_json("tournament", "cancel", tid, *server, "--token", token, "--reason", "rain")
+    assert cancelled["status"] == "CANCELLED" and cancelled["cancelledReason"].endswith(": rain")
+    assert "rain" in arena("tournament", "show", tid, *server).stdout
     missing = arena("tournament", "show", "nope", *server, ok=False)
     assert "NOT_FOUND" in missing.stderr
+
+
+def test_a_cancel_without_a_reason_and_a_house_bot_named_by_its_id(api):
+    token, _ = api.register()
+    server = ["--url", api.base, "--token", token]
+    created = as_json("tournament", "create", "no reason", "--rounds", "1", "--players", "3", "--house-bot", "random",
+                      "--bot", "house-heuristic", "--starts-at", LATER, *server)
+    assert [e["id"] for e in created["entrants"]] == ["house-heuristic-0", "house-random-1"]
+    cancelled = as_json("tournament", "cancel", created["id"], *server)
+    assert cancelled["status"] == "CANCELLED" and cancelled["cancelledReason"].startswith("cancelled by its creator")
+    assert "invite a bot" in arena("tournament", "create", "--help").stdout
 
 
 def test_create_and_cancel_need_a_token(api):

@@ -54,7 +54,11 @@ def refused(answer: httpx.Response, status: int, code: str) -> str:
 def test_a_bot_lives_on_rest_alone(api: Api) -> None:
     registered = ok(rest(api, "POST", "/api/bots", json={"name": f"rest-only-{os.urandom(3).hex()}"}), 201)
     token, me = registered["token"], registered["bot"]
-    assert ok(rest(api, "GET", "/api/me", token))["id"] == me["id"]
+    mine = ok(rest(api, "GET", "/api/me", token))
+    assert mine["id"] == me["id"] and mine["invitationPolicy"] == "ASK"
+    assert ok(rest(api, "PUT", "/api/me/invitation-policy", token, json={"policy": "DECLINE_ALL"})) == "DECLINE_ALL"
+    assert ok(rest(api, "GET", "/api/me", token))["invitationPolicy"] == "DECLINE_ALL"
+    ok(rest(api, "PUT", "/api/me/invitation-policy", token, json={"policy": "ASK"}))
     assert ok(rest(api, "GET", f"/api/bots/{me['id']}"))["name"] == me["name"]
 
     match = ok(rest(api, "POST", "/api/matches", token, json={"players": 3, "moveTimeoutMs": 60_000}), 201)
@@ -77,12 +81,15 @@ def test_a_bot_lives_on_rest_alone(api: Api) -> None:
     board = ok(rest(api, "GET", "/api/leaderboard/WIZARD", params={"first": 5, "method": "ELO"}))
     assert isinstance(board, list) and len(board) <= 5
 
-    # a tournament: created, listed, shown, joined (twice: the same), cancelled by its creator
+    # a tournament: created, listed, shown, joined (twice: the same), cancelled by its creator; a
+    # house bot named in bots by its id enters at once, as houseBots do
     created = ok(rest(api, "POST", "/api/tournaments", token, json={
         "name": "rest-cup", "format": "SWISS", "rounds": 2, "playersPerMatch": 3, "rated": False,
-        "startsAt": (datetime.now(UTC) + timedelta(days=1)).isoformat(), "houseBots": ["RANDOM", "HEURISTIC"],
+        "startsAt": (datetime.now(UTC) + timedelta(days=1)).isoformat(), "houseBots": ["RANDOM"],
+        "bots": ["house-heuristic"],
     }), 201)
     assert created["status"] == "SCHEDULED"
+    assert [bot["id"] for bot in created["entrants"]] == ["house-heuristic-0", "house-random-1"]
     listed = ok(rest(api, "GET", "/api/tournaments", params={"status": "SCHEDULED", "first": 100}))
     assert created["id"] in [edge["node"]["id"] for edge in listed["edges"]]
     for _ in range(2):

@@ -136,7 +136,8 @@ class CreateTournamentInput:
         default=False, description="Replay each set of deals with the seats rotated (one match per seat)."
     )
     bots: list[strawberry.ID] = strawberry.field(default_factory=list, description="Bots invited to enter: each enters when it accepts (at once under its ACCEPT_ALL policy; "
-        "the creator naming itself enters at once). More may join until the start.")
+        "the creator naming itself enters at once; a house bot named by its id, `house-heuristic`, enters at once as "
+        "houseBots do). More may join until the start.")
     house_bots: list[HouseBotKind] = strawberry.field(
         default_factory=list, description="House bots entered as entrants of their own (kinds: RANDOM, HEURISTIC, SEARCH)."
     )
