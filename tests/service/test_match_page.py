@@ -260,7 +260,8 @@ def test_a_live_secret_bids_match_shows_no_hand_no_hidden_bid_and_counts_down(ap
             assert page.locator(".seat .v-bid").all_inner_texts() == ["–"] * 3
             assert page.locator(f".seat[data-seat='{seat}']").get_attribute("class") == "seat to-act"
             left = re.search(r"([0-9.]+) s left", page.inner_text("#turn"))
-            assert left and 0 < float(left[1]) <= 60.0, page.inner_text("#turn")
+            # (counted by the server's clock as the page estimates it: within a second of the clock)
+            assert left and 0 < float(left[1]) <= 61.0, page.inner_text("#turn")
         answer = api.submit(token, match_id, first_legal(turn), turn["version"])
         assert not answer.get("errors"), answer
     # a round over: its bids are public in the round table, against its tricks
