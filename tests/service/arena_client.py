@@ -196,15 +196,18 @@ class Frozen:
         assert self.read() == self.views, "a refused request changed the match"
 
 
-def wait_until(probe: Callable[[], T], what: str, timeout: float = 20.0, every: float = 0.05) -> T:
-    """``probe()``'s first truthy answer, polled every ``every`` seconds up to ``timeout``."""
+def wait_until(probe: Callable[[], T], what: str, timeout: float = 20.0, every: float = 0.05,
+               explain: Callable[[], str] | None = None) -> T:
+    """``probe()``'s first truthy answer, polled every ``every`` seconds up to ``timeout``;
+    a time-out says what ``explain()`` tells (a process's log, say)."""
     end = time.monotonic() + timeout
     while True:
         value = probe()
         if value:
             return value
         if time.monotonic() > end:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}; last: {value!r}")
+            told = f"\n{explain()}" if explain is not None else ""
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}; last: {value!r}{told}")
         time.sleep(every)  # a bounded poll of state another process changes
 
 

@@ -268,7 +268,8 @@ def test_the_database_stopped_mid_tournament_then_started_again_loses_and_double
     first = wait_until(lambda: my_match(api, tid, bot_id, played), "the bot's first match")
     play_to_the_end(api, token, first)
     played.add(first)
-    wait_until(lambda: query(url, "SELECT id FROM matches WHERE id = :m", m=first), "the first match archived")
+    wait_until(lambda: query(url, "SELECT id FROM matches WHERE id = :m", m=first), "the first match archived", timeout=60,
+               explain=lambda: f"the worker's log:\n{worker.output()[-4000:]}")
 
     server.stop()  # the database goes away mid-tournament
     health = api.http.get("/healthz")

@@ -70,7 +70,8 @@ def test_a_redis_outage_is_unavailable_to_clients_and_said_once_in_the_logs(tmp_
         wait_until(api.reaches_redis, "the API to reach Redis again")
         assert api.data(ME, token=token)["me"] == {"id": bot_id, "name": api.data(ME, token=token)["me"]["name"]}
         wait_until(lambda: "Redis is back" in api.process.output() or None, "the API to say Redis is back")
-        wait_until(lambda: "Redis is back" in worker.output() or None, "the clock to say Redis is back")
+        wait_until(lambda: "Redis is back" in worker.output() or None, "the clock to say Redis is back", timeout=40,
+                   explain=lambda: f"the worker's log:\n{worker.output()[-4000:]}")
         wait_until(lambda: "Redis, for the event feed, is back" in api.process.output() or None, "the feed to say so")
         assert api.process.output().count("Redis, for the event feed, is unavailable") == 1, api.process.output()
         assert api.process.output().count("Redis, for the event feed, is back") == 1, api.process.output()
