@@ -23,6 +23,7 @@ from service.model.live_match import MatchSettings, MatchStatus, SeatHolder
 from service.settings import Settings
 from service.store.clock import now_ms
 from service.store.keys import WEBHOOK_CALLS, WEBHOOK_DISPATCHERS
+from service.store.webhooks import WebhookCall
 from tests.service.conftest import embedded_redis_url
 from wizard import MatchConfig
 from worker.webhooks import Dispatcher
@@ -149,59 +150,49 @@ def assert_each_seat_heard_its_start_first(bot: Recorder, match_ids: list[str], 
             assert kinds[0] == "start" and kinds.count("start") == 1 and kinds[-1] == "end", (match_id, seat, kinds[:3])
 
 
+def held_then_dispatched(redis_url: str, bot: Recorder, holding: int, consumer: str,
+                         **given: Any) -> tuple[list[WebhookCall], Dispatcher, Any]:
+    """A match of ``bot``'s seats whose first ``holding`` calls a dispatcher reads and never
+    makes (slow, or dead); then another, ``consumer``, runs until the match has finished:
+    the calls held, that dispatcher, and the match at its end."""
+
+    async def run() -> tuple[list[WebhookCall], Dispatcher, Any]:
+        services = services_on(redis_url)
+        await services.webhooks.store.join_dispatchers()
+        try:
+            [match_id] = await seated_matches(services, bot.url, matches=1)
+            held = [c for c in await services.webhooks.store.next_calls("holder", holding, 1_000)
+                    if c.match_id == match_id]
+            other = await dispatch_until_finished(services, consumer, [match_id], **given)
+            return held, other, await services.matches.get(match_id)
+        finally:
+            await services.close()
+
+    try:
+        return asyncio.run(run())
+    finally:
+        bot.close()
+
+
 def test_a_seats_start_goes_before_its_first_turn_whichever_dispatcher_has_it(own_redis: str) -> None:
     """The starts of a match are read by a dispatcher that is slow to make them (here: never);
     another dispatcher gets the first turns, which must not reach a bot before its start: it
     makes each seat's start itself, first, and the slow dispatcher's starts are then not made."""
     bot = Recorder()
-
-    async def run() -> tuple[Dispatcher, Any]:
-        services = services_on(own_redis)
-        store = services.webhooks.store
-        await store.join_dispatchers()
-        try:
-            [match_id] = await seated_matches(services, bot.url, matches=1)
-            held = await store.next_calls("slow", 3, 1_000)  # the three starts, queued first
-            assert [(c.kind, c.match_id) for c in held] == [("start", match_id)] * 3
-            other = await dispatch_until_finished(services, "other", [match_id])
-            return other, await services.matches.get(match_id)
-        finally:
-            await services.close()
-
-    try:
-        other, final = asyncio.run(run())
-    finally:
-        bot.close()
+    held, other, final = held_then_dispatched(own_redis, bot, 3, "other")  # the three starts, queued first
+    assert [c.kind for c in held] == ["start"] * 3
     assert final.timeouts == [0, 0, 0] and other.moves == final.state.moves_made and other.failures == 0
     assert_each_seat_heard_its_start_first(bot, [final.id])
 
 
 def test_calls_a_dispatcher_read_and_never_finished_are_taken_over_and_made(own_redis: str) -> None:
+    """A dispatcher reads the match's first calls (its starts and first turn), then dies before
+    it makes them: they stay pending under its name, unacknowledged, and another takes them over."""
     bot = Recorder()
-
-    async def run() -> tuple[Dispatcher, Any]:
-        services = services_on(own_redis)
-        store = services.webhooks.store
-        await store.join_dispatchers()
-        try:
-            [match_id] = await seated_matches(services, bot.url, matches=1)
-            # a dispatcher reads the match's first calls (its start and first turn), then dies
-            # before it makes them: they stay pending under its name, unacknowledged
-            read = await store.next_calls("died", 100, 1_000)
-            assert {c.kind for c in read if c.match_id == match_id} == {"start", "turn"}
-            survivor = await dispatch_until_finished(services, "survivor", [match_id], take_over_after_ms=300)
-            return survivor, await services.matches.get(match_id)
-        finally:
-            await services.close()
-
-    try:
-        survivor, final = asyncio.run(run())
-    finally:
-        bot.close()
+    held, survivor, final = held_then_dispatched(own_redis, bot, 100, "survivor", take_over_after_ms=300)
+    assert {c.kind for c in held} == {"start", "turn"}
     assert final.timeouts == [0, 0, 0] and survivor.moves == final.state.moves_made
-    for seat in range(3):  # each bot heard of the start (taken over with its turn) before its first turn
-        kinds = [c["type"] for c in bot.calls if c["match"]["mySeat"] == seat]
-        assert kinds[0] == "start" and kinds.count("start") == 1 and kinds[-1] == "end", kinds[:3]
+    assert_each_seat_heard_its_start_first(bot, [final.id])  # (the starts taken over with the turn)
     assert len(bot.turns()) == len(set(bot.turns())) == survivor.moves
 
 
