@@ -25,7 +25,7 @@ from sdk.webhook import SIGNATURE_HEADER, SignatureError, serve_in_thread, sign,
 from service.domain.webhooks import checked_url
 from service.errors import BadInput
 from tests.project.readme_blocks import readme_blocks
-from tests.service.arena_client import Api, wait_until
+from tests.service.arena_client import Api, free_port, wait_until
 from worker.webhooks import CallFailed, WebhookClient
 
 WEBHOOK = "url status failures lastError lastErrorAt pausedUntil"
@@ -396,12 +396,6 @@ def test_a_tournament_of_webhook_bots(hooks_api: Api, worker: Any) -> None:
 
 
 # ---------------------------------------------------------------------- the bot authors' programs
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def answering(port: int) -> bool:
