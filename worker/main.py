@@ -13,10 +13,13 @@ import threading
 import time
 
 from redis import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from rq import Queue, Worker
 
 from service.domain.services import Services
 from service.health import host_name
+from service.outage import Outage
 from service.settings import Settings
 from service.store.keys import CLOCK_HEARTBEATS
 from worker.clock import JOB_QUEUE, JobQueue, run_clock
@@ -67,13 +70,25 @@ def run_worker(settings: Settings, burst: bool = False) -> None:
     clock.ready.wait(10)
     connection = Redis.from_url(settings.redis_url)
     try:
-        worker = Worker([Queue(name, connection=connection) for name in QUEUES], connection=connection)
+        worker = _rq_worker(connection)
         # No RQ scheduler: no job is queued for later (the clock queues work when it is due) nor
         # retried after an interval, and its process died with a traceback whenever Redis went away.
         worker.work(with_scheduler=False, burst=burst, logging_level="INFO")
     finally:
         clock.stop()
         connection.close()
+
+
+def _rq_worker(connection: Redis) -> Worker:
+    """The RQ worker, made once Redis answers: RQ registers it in Redis as it is made, so a
+    worker started while Redis is away (restarting, say) would die; it waits with back-off
+    instead (the clock, in this process, says the outage in the log)."""
+    outage = Outage("Redis", None)
+    while True:
+        try:
+            return Worker([Queue(name, connection=connection) for name in QUEUES], connection=connection)
+        except (RedisConnectionError, RedisTimeoutError) as error:
+            time.sleep(outage.failed(error))
 
 
 def check_worker(settings: Settings) -> list[str]:
