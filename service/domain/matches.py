@@ -81,6 +81,8 @@ class WaitEnd(str, Enum):
     MATCH_OVER = "MATCH_OVER"
     #: an invitation to a tournament waits for the caller's answer (a wait that asked for them)
     INVITATION = "INVITATION"
+    #: a challenge naming the caller waits for its answer (a wait that asked for them)
+    CHALLENGE = "CHALLENGE"
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,21 +230,7 @@ class MatchService:
     async def create(self, caller: Caller, spec: NewMatch) -> LiveMatch:
         s = self.settings
         await refuse_retired(self.bots, [caller.bot_id], "create matches")
-        timeout = s.default_move_timeout_ms if spec.move_timeout_ms is None else spec.move_timeout_ms
-        if isinstance(timeout, bool) or not isinstance(timeout, int) or not s.min_move_timeout_ms <= timeout <= s.max_move_timeout_ms:
-            raise BadInput(
-                f"moveTimeoutMs must be from {s.min_move_timeout_ms} to {s.max_move_timeout_ms}, not {timeout!r}"
-            )
-        if spec.deals is not None and spec.rated:
-            raise BadInput("a match with stacked deals is never rated: drop `deals` or set rated: false")
-        if spec.seed is not None and spec.rated:
-            raise BadInput("a rated match is dealt from a seed the server draws: drop `seed` or set rated: false")
-        config = MatchConfig.create(spec.ruleset, spec.players, spec.variants, spec.first_dealer, spec.deals)
-        if spec.deals is not None and not config.stacked:
-            raise BadInput(
-                "deals stacks no round: give at least one round's cards (the whole deck in dealing order, "
-                "RULES.md); rounds left empty are shuffled from the seed. For no stacked deal, leave deals out"
-            )
+        config, timeout = self.checked_terms(spec)
         seed = spec.seed if spec.seed is not None else secrets.token_urlsafe(24)
         # the salt (128 random bits) hides the seed in the published seedHash until the end:
         # a seed its creator chose ("1234") cannot be found by trying likely seeds against it
@@ -264,6 +252,27 @@ class MatchService:
         logs.match_id.set(match.id)
         log.info("match %s created by %s", match.id, caller.name)
         return match
+
+    def checked_terms(self, spec: NewMatch) -> tuple[MatchConfig, int]:
+        """createMatch's terms checked (BAD_INPUT for any the server does not take): the
+        match's config and its move timeout. ``createChallenge`` checks its terms here too."""
+        s = self.settings
+        timeout = s.default_move_timeout_ms if spec.move_timeout_ms is None else spec.move_timeout_ms
+        if isinstance(timeout, bool) or not isinstance(timeout, int) or not s.min_move_timeout_ms <= timeout <= s.max_move_timeout_ms:
+            raise BadInput(
+                f"moveTimeoutMs must be from {s.min_move_timeout_ms} to {s.max_move_timeout_ms}, not {timeout!r}"
+            )
+        if spec.deals is not None and spec.rated:
+            raise BadInput("a match with stacked deals is never rated: drop `deals` or set rated: false")
+        if spec.seed is not None and spec.rated:
+            raise BadInput("a rated match is dealt from a seed the server draws: drop `seed` or set rated: false")
+        config = MatchConfig.create(spec.ruleset, spec.players, spec.variants, spec.first_dealer, spec.deals)
+        if spec.deals is not None and not config.stacked:
+            raise BadInput(
+                "deals stacks no round: give at least one round's cards (the whole deck in dealing order, "
+                "RULES.md); rounds left empty are shuffled from the seed. For no stacked deal, leave deals out"
+            )
+        return config, timeout
 
     async def create_seated(
         self,
