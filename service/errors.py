@@ -125,6 +125,29 @@ class InvitationAnswered(ServiceError):
     http_status = 409
 
 
+class ChallengeNotOpen(ServiceError):
+    """An answer to, or a withdrawal of, a challenge no longer OPEN (accepted, declined,
+    expired, cancelled)."""
+
+    code = "CHALLENGE_NOT_OPEN"
+    http_status = 409
+
+
+class ChallengeAnswered(ServiceError):
+    """A bot answering a challenge it has answered already (an answer is final)."""
+
+    code = "CHALLENGE_ANSWERED"
+    http_status = 409
+
+
+class ChallengeRefused(ServiceError):
+    """A challenge naming a bot whose challenge policy refuses it (REFUSE_ALL, or REFUSE_RATED
+    for a rated one)."""
+
+    code = "CHALLENGE_REFUSED"
+    http_status = 403
+
+
 class RateLimited(ServiceError):
     code = "RATE_LIMITED"
     http_status = 429

@@ -120,6 +120,10 @@ class Settings(BaseSettings):
     waiting_match_ttl_seconds: int = Field(
         default=3600, ge=1, description="a match whose seats are not all taken this long after its creation is aborted"
     )
+    challenge_ttl_seconds: int = Field(
+        default=600, ge=1,
+        description="a challenge not accepted by enough bots this long after it was made expires",
+    )
     registrations_per_address_per_hour: int = Field(
         default=30, ge=1, description="bots one client address may register in an hour"
     )

@@ -7,7 +7,9 @@
   again once its claim (``SETTLE_CLAIM_SECONDS``) lapses;
 - every 0.5 s: each tournament that is due or running is advanced (started at its time,
   its next tables created as its matches end), and each that ended gets a job that archives
-  it (``worker.jobs.archive_tournament``).
+  it (``worker.jobs.archive_tournament``); challenges past their expiry are written EXPIRED,
+  and an accepted one whose match its accepting process did not make gets it
+  (``service.domain.challenges``).
 Each round it also writes its heartbeat (``service.health``), at most once a second.
 The clock itself never waits on the archive's database: the jobs do, so a database away
 holds up neither deadlines nor tournaments.
@@ -106,6 +108,7 @@ async def run_clock(services: Services, queue: JobQueue, stop: asyncio.Event) ->
             if now >= next_tournaments:
                 next_tournaments = now + TOURNAMENTS_EVERY
                 await advance_tournaments(services)
+                await services.challenges.sweep()
                 await queue_tournament_archives(services, queue)
             upcoming = await services.matches.next_due_ms()
             outage.recovered()

@@ -1,4 +1,5 @@
-"""A bot's invitations: listed, told on the bot's stream of turns, and its standing policy.
+"""A bot's invitations: listed, told on the bot's stream of turns (with the challenges it is
+named in: one channel and one stream for both), and its standing policy.
 
 A bot named in ``createTournament``'s ``bots`` is invited (:mod:`service.domain.tournaments`
 answers invitations, since an answer changes the entrants); it enters only by its own act.
@@ -11,13 +12,15 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass
 
+from service.domain.challenges import ChallengeService
 from service.domain.matches import Caller, MatchService, TurnWait, WaitEnd
 from service.domain.tournaments import TournamentService
 from service.errors import BadInput
+from service.model.challenge import Challenge
 from service.model.invitation import Invitation, InvitationPolicy, InvitationStatus
 from service.model.live_match import LiveMatch
 from service.model.tournament import Tournament
-from service.store.keys import bot_invited_channel
+from service.store.keys import bot_invited_channel, challenge_of_notice
 
 #: invitations listed at most at once (newest first)
 MAX_LISTED = 100
@@ -33,9 +36,10 @@ class InvitationToTournament:
 
 
 class InvitationService:
-    def __init__(self, tournaments: TournamentService, matches: MatchService) -> None:
+    def __init__(self, tournaments: TournamentService, matches: MatchService, challenges: ChallengeService) -> None:
         self.tournaments = tournaments
         self.matches = matches
+        self.challenges = challenges
 
     async def policy(self, bot_id: str) -> InvitationPolicy:
         return (await self.tournaments.bots.invitation_policies([bot_id]))[bot_id]
@@ -72,41 +76,60 @@ class InvitationService:
         return found
 
     async def next_turn_or_invitation(
-        self, caller: Caller, timeout_ms: int | None
-    ) -> tuple[TurnWait, InvitationToTournament | None]:
+        self, caller: Caller, timeout_ms: int | None, invitations: bool = True, challenges: bool = False
+    ) -> tuple[TurnWait, InvitationToTournament | Challenge | None]:
         """``nextTurn`` over all the caller's matches that also ends on an invitation waiting
-        for its answer (INVITATION, with it: one already pending answers at once), so that a
-        bot on plain HTTP learns of invitations on the long poll it waits for turns on."""
+        for its answer (INVITATION, with it), and with ``challenges`` on a challenge that
+        names it waiting for its answer (CHALLENGE, with it); one already pending answers at
+        once. So a bot on plain HTTP learns of both on the long poll it waits for turns on."""
         try:
             async with asyncio.timeout(self.matches.wait_seconds(timeout_ms)):
-                async with aclosing(self.turns_and_invitations(caller)) as stream:
+                async with aclosing(self.turns_and_invitations(caller, invitations, challenges)) as stream:
                     async for item in stream:
                         if isinstance(item, LiveMatch):
                             return TurnWait(WaitEnd.YOUR_TURN, item), None
-                        if item.invitation.status is InvitationStatus.PENDING:
+                        if isinstance(item, Challenge):
+                            if self.challenges.waits_for(item, caller.bot_id):
+                                return TurnWait(WaitEnd.CHALLENGE, None), item
+                        elif item.invitation.status is InvitationStatus.PENDING:
                             return TurnWait(WaitEnd.INVITATION, None), item
         except TimeoutError:
             pass
         return TurnWait(WaitEnd.TIMED_OUT, None), None
 
-    async def turns_and_invitations(self, caller: Caller) -> AsyncGenerator[LiveMatch | InvitationToTournament, None]:
-        """The caller's turns as ``myTurns`` yields them, and on the same stream its
-        invitations: those PENDING when it starts listening (and again after a gap), then
-        each new one as it comes, whatever its policy answered. Each invitation once per status."""
-        told: dict[str, InvitationStatus] = {}
+    async def turns_and_invitations(
+        self, caller: Caller, invitations: bool = True, challenges: bool = False
+    ) -> AsyncGenerator[LiveMatch | InvitationToTournament | Challenge, None]:
+        """The caller's turns as ``myTurns`` yields them, and on the same stream (the bot's
+        ``{b:<id>}:invited`` channel carries both) its invitations and, with ``challenges``,
+        the challenges it made or is named in: those waiting for its answer when it starts
+        listening (and again after a gap), then each new one and each change of status as it
+        comes, whatever its policy answered. Each invitation and challenge once per status."""
+        told: dict[str, str] = {}
         channel = bot_invited_channel(caller.bot_id)
         async for item in self.matches.turns_and_notices(caller, channel):
             if isinstance(item, LiveMatch):
                 yield item
                 continue
+            found: list[InvitationToTournament | Challenge] = []
             if item.payload is None:
-                tids = await self.tournaments.store.invited_to(caller.bot_id, MAX_LISTED)
-                found = [i for i in await self._read(caller.bot_id, tids)
-                         if i.invitation.status is InvitationStatus.PENDING]
-                found.reverse()  # oldest first: in the order they came
-            else:
-                found = await self._read(caller.bot_id, [item.payload])
-            for invited in found:
-                if told.get(invited.invitation.id) is not invited.invitation.status:
-                    told[invited.invitation.id] = invited.invitation.status
-                    yield invited
+                if invitations:
+                    tids = await self.tournaments.store.invited_to(caller.bot_id, MAX_LISTED)
+                    pending = [i for i in await self._read(caller.bot_id, tids)
+                               if i.invitation.status is InvitationStatus.PENDING]
+                    found += reversed(pending)  # oldest first: in the order they came
+                if challenges:
+                    found += await self.challenges.awaiting_answer(caller.bot_id)
+            elif (challenge_id := challenge_of_notice(item.payload)) is not None:
+                if challenges:
+                    found += await self.challenges.read(caller.bot_id, [challenge_id])
+            elif invitations:
+                found += await self._read(caller.bot_id, [item.payload])
+            for offer in found:
+                key, status = (
+                    (f"c:{offer.id}", offer.status.value) if isinstance(offer, Challenge)
+                    else (offer.invitation.id, offer.invitation.status.value)
+                )
+                if told.get(key) != status:
+                    told[key] = status
+                    yield offer

@@ -17,6 +17,7 @@ from functools import cached_property
 from redis.asyncio import BlockingConnectionPool, Redis
 
 from service.domain.bots import BotService
+from service.domain.challenges import ChallengeService
 from service.domain.invitations import InvitationService
 from service.domain.listings import Listings
 from service.domain.matches import MatchService
@@ -29,6 +30,7 @@ from service.outage import Outages
 from service.settings import Settings
 from service.store.archive import Archive
 from service.store.bots import BotStore
+from service.store.challenges import ChallengeStore
 from service.store.feed import EventFeed
 from service.store.matches import MatchStore
 from service.store.ratings import RatingStore
@@ -104,9 +106,15 @@ class Services:
         return WebhookService(WebhookStore(self.redis), self.settings)
 
     @cached_property
+    def challenges(self) -> ChallengeService:
+        """Challenges: made, answered, their matches made; expired by the workers' clock."""
+        return ChallengeService(ChallengeStore(self.redis), self.matches, self.settings)
+
+    @cached_property
     def invitations(self) -> InvitationService:
-        """A bot's invitations to tournaments: listed, streamed, its policy."""
-        return InvitationService(self.tournaments, self.matches)
+        """A bot's invitations to tournaments, and the challenges it is named in: listed,
+        streamed beside its turns; its invitation policy."""
+        return InvitationService(self.tournaments, self.matches, self.challenges)
 
     async def close(self) -> None:
         if self.outages is not None:

@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from redis.asyncio import Redis
 
+from service.model.challenge import ChallengePolicy
 from service.model.invitation import InvitationPolicy
 from service.outage import Outage
 from service.store.clock import now_ms
@@ -360,17 +361,30 @@ class BotStore:
             names = await pipe.execute()
         return {b: {"id": b, "name": n.decode()} for b, n in zip(ids, names, strict=True) if n is not None}
 
-    async def invitation_policies(self, bot_ids: Iterable[str]) -> dict[str, InvitationPolicy]:
-        """Each bot's standing answer to invitations (ASK unless it set one)."""
+    async def _field_of_each(self, bot_ids: Iterable[str], name: str) -> dict[str, str | None]:
+        """One field of each bot's hash (None: not set)."""
         ids = list(bot_ids)
         async with self.redis.pipeline(transaction=False) as pipe:
             for bot_id in ids:
-                pipe.hget(bot_key(bot_id), "invitations")
+                pipe.hget(bot_key(bot_id), name)
             stored = await pipe.execute()
-        return {b: InvitationPolicy(p.decode()) if p else InvitationPolicy.ASK for b, p in zip(ids, stored, strict=True)}
+        return {b: None if v is None else v.decode() for b, v in zip(ids, stored, strict=True)}
+
+    async def invitation_policies(self, bot_ids: Iterable[str]) -> dict[str, InvitationPolicy]:
+        """Each bot's standing answer to invitations (ASK unless it set one)."""
+        stored = await self._field_of_each(bot_ids, "invitations")
+        return {b: InvitationPolicy(p) if p else InvitationPolicy.ASK for b, p in stored.items()}
 
     async def set_invitation_policy(self, bot_id: str, policy: InvitationPolicy) -> None:
         await self.redis.hset(bot_key(bot_id), "invitations", policy.value)
+
+    async def challenge_policies(self, bot_ids: Iterable[str]) -> dict[str, ChallengePolicy]:
+        """Each bot's standing rule for the challenges made to it (ACCEPT_ANY unless it set one)."""
+        stored = await self._field_of_each(bot_ids, "challenges")
+        return {b: ChallengePolicy(p) if p else ChallengePolicy.ACCEPT_ANY for b, p in stored.items()}
+
+    async def set_challenge_policy(self, bot_id: str, policy: ChallengePolicy) -> None:
+        await self.redis.hset(bot_key(bot_id), "challenges", policy.value)
 
     async def open_matches(self, bot_id: str) -> list[str]:
         return sorted(m.decode() for m in await self.redis.smembers(bot_matches_key(bot_id)))

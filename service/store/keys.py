@@ -10,7 +10,8 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
   JSON>``; what wakes the waiters of every API process (``service.store.feed``)
 - ``deadlines``        sorted set: match id by when the workers' sweeper must look at it (ms):
   the deadline of its seats to act, or while seats are free, when it is aborted unless taken
-- ``{b:<id>}:bot``     hash: name, created, invitations (its invitation policy, absent: ASK); ``botname:<casefolded name>`` -> bot id
+- ``{b:<id>}:bot``     hash: name, created, invitations (its invitation policy, absent: ASK),
+  challenges (its challenge policy, absent: ACCEPT_ANY); ``botname:<casefolded name>`` -> bot id
 - ``botlook:<look-alike key>`` -> bot id (``service.domain.bot_names``); ``botnames:lookalike-index``
   the key version that index is built for (absent: to be built)
 - ``{b:<id>}:bot``     also description, homepage (updateBot), retired (ms, once retired)
@@ -24,7 +25,16 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
   by when they are aborted if they still are not
 - ``{b:<id>}:wake``    pub/sub channel: a match's id when the bot is seated in it
 - ``{b:<id>}:invitations`` sorted set: tournaments the bot was invited to, by when;
-  ``{b:<id>}:invited`` pub/sub channel: a tournament's id when the bot is invited to it
+  ``{b:<id>}:invited`` pub/sub channel: what the bot is offered and must answer: a tournament's
+  id when it is invited to it, ``c:<challenge id>`` when a challenge it made or is named in
+  is made or changes (``service.domain.invitations`` reads both on one stream)
+- ``{c:<id>}:challenge`` hash: version, data (JSON: the challenge, ``service.model.challenge``),
+  seed (the match's, drawn at creation, never shown); ``{b:<id>}:challenges`` sorted set: the
+  challenges the bot made or is named in, by when made (its latest 100);
+  ``challenges:open`` sorted set: OPEN challenges that name nobody (anyone may accept), by when
+  they expire; ``challenges:due`` sorted set: challenges by when the workers' clock must look at
+  them (an OPEN one's expiry; an ACCEPTED one's match, should the accepting process die before
+  making it)
 - ``{t:<sha256>}:rate`` a token's request bucket
 - ``registrations:<address>`` bots registered from a client address this hour
 - ``matches:unsettled`` sorted set: ended matches not yet settled, by when they ended;
@@ -199,6 +209,32 @@ def bot_invitations_key(bot_id: str) -> str:
 def bot_invited_channel(bot_id: str) -> bytes:
     """The pub/sub channel a tournament's id is published on when the bot is invited to it."""
     return f"{{b:{bot_id}}}:invited".encode()
+
+
+def challenge_key(challenge_id: str) -> str:
+    return f"{{c:{challenge_id}}}:challenge"
+
+
+def bot_challenges_key(bot_id: str) -> str:
+    """The challenges a bot made or is named in, by when they were made."""
+    return f"{{b:{bot_id}}}:challenges"
+
+
+#: OPEN challenges that name no bot (anyone may accept), by when they expire (ms)
+OPEN_CHALLENGES = "challenges:open"
+#: challenges by when the workers' clock must look at them (ms)
+CHALLENGES_DUE = "challenges:due"
+
+
+def challenge_notice(challenge_id: str) -> str:
+    """What is published on a bot's ``bot_invited_channel`` for a challenge (a tournament's id
+    has no ``:``)."""
+    return f"c:{challenge_id}"
+
+
+def challenge_of_notice(payload: str) -> str | None:
+    """The challenge a message on a bot's ``bot_invited_channel`` names (None: a tournament)."""
+    return payload[2:] if payload.startswith("c:") else None
 
 
 def tournament_lock_key(tournament_id: str) -> str:
