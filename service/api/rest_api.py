@@ -24,7 +24,7 @@ BOT_FIELDS = (
     "id name house houseKind description homepage createdAt retired retiredAt ratings { ruleset rating games }"
 )
 #: the caller's own bot: what anyone sees of it, and what only it sees
-ME_FIELDS = f"{BOT_FIELDS} invitationPolicy"
+ME_FIELDS = f"{BOT_FIELDS} invitationPolicy challengePolicy"
 TOKEN_FIELDS = "id name createdAt lastUsedAt"
 WEBHOOK_FIELDS = "url status failures lastError lastErrorAt pausedUntil"
 TOURNAMENT_SUMMARY = (
@@ -36,12 +36,17 @@ TOURNAMENT_FIELDS = (
     "matches { id status version round rounds seats { seat bot { id name } houseBot score } winners }"
 )
 PAGE_INFO = "pageInfo { hasNextPage endCursor }"
+CHALLENGE_FIELDS = (
+    "id status open ruleset players variants moveTimeoutMs rated createdAt expiresAt closedAt matchId "
+    "challenger { id name } bots { bot { id name } answer answeredAt reason } accepted { id name }"
+)
 INVITATION_FIELDS = f"id status invitedAt answeredAt reason invitedBy {{ id name }} tournament {{ {TOURNAMENT_SUMMARY} }}"
 
 MATCHES = "Matches"
 BOTS = "Bots"
 TOURNAMENTS = "Tournaments"
 INVITATIONS = "Invitations"
+CHALLENGES = "Challenges"
 RATINGS = "Ratings"
 
 #: the whole record as GET /api/matches/{id}/record answers it (RULES.md's record, and the match's facts)
@@ -203,13 +208,15 @@ OPERATIONS: list[Operation] = [
     ),
     Operation(
         "GET", "/api/turns/next", "nextTurn", "Wait for your turn, and say why the wait ended", MATCHES,
-        "query($matchId: ID, $timeoutMs: Int, $invitations: Boolean! = false) { nextTurn(matchId: $matchId, "
-        "timeoutMs: $timeoutMs, invitations: $invitations) "
-        f"{{ reason match {{ {MATCH_FIELDS} }} invitation {{ {INVITATION_FIELDS} }} }} }}",
+        "query($matchId: ID, $timeoutMs: Int, $invitations: Boolean! = false, $challenges: Boolean! = false) "
+        "{ nextTurn(matchId: $matchId, timeoutMs: $timeoutMs, invitations: $invitations, challenges: $challenges) "
+        f"{{ reason match {{ {MATCH_FIELDS} }} invitation {{ {INVITATION_FIELDS} }} "
+        f"challenge {{ {CHALLENGE_FIELDS} }} }} }}",
         needs_token=True,
         description="`reason`: YOUR_TURN (`match` is where you move), TIMED_OUT or MATCH_OVER (`match`: the match "
                     "waited on as it is then, null after a wait on all your matches); with `invitations=true` (and "
-                    "no `matchId`) also INVITATION (`invitation` waits for your answer).",
+                    "no `matchId`) also INVITATION (`invitation` waits for your answer); with `challenges=true` "
+                    "(and no `matchId`) also CHALLENGE (`challenge` names you and waits for your answer).",
     ),
     Operation(
         "POST", "/api/matches/{id}/leave", "leaveMatch", "Give up your seat in a match not yet started", MATCHES,
@@ -280,6 +287,45 @@ OPERATIONS: list[Operation] = [
         "mutation($policy: InvitationPolicy!) { setInvitationPolicy(policy: $policy) }",
         body="fields", needs_token=True, description="ACCEPT_ALL, DECLINE_ALL or ASK (the default), for the "
                                                      "invitations that come from now on.",
+    ),
+    # ------------------------------------------------------------------ challenges
+    Operation(
+        "GET", "/api/challenges", "challenges", "Your challenges, newest first", CHALLENGES,
+        "query($status: ChallengeStatus, $first: Int! = 50) "
+        f"{{ challenges(status: $status, first: $first) {{ {CHALLENGE_FIELDS} }} }}",
+        needs_token=True, description="Those you made or are named in, and the open ones (naming nobody) your "
+                                      "challenge policy does not refuse.",
+    ),
+    Operation(
+        "POST", "/api/challenges", "createChallenge", "Challenge bots to a match", CHALLENGES,
+        f"mutation($input: CreateChallengeInput!) {{ createChallenge(input: $input) {{ {CHALLENGE_FIELDS} }} }}",
+        body="input", status=201, needs_token=True,
+        description="`bots` (none: an open challenge, anyone may accept), and createMatch's terms. You take a seat; "
+                    "the match is made and starts once enough bots have accepted.",
+    ),
+    Operation(
+        "GET", "/api/challenges/{id}", "challenge", "A challenge", CHALLENGES,
+        f"query($id: ID!) {{ challenge(id: $id) {{ {CHALLENGE_FIELDS} }} }}", missing="no challenge with id {id!r}",
+    ),
+    Operation(
+        "POST", "/api/challenges/{id}/accept", "acceptChallenge", "Accept a challenge", CHALLENGES,
+        f"mutation($id: ID!) {{ acceptChallenge(id: $id) {{ {CHALLENGE_FIELDS} }} }}",
+        body="fields", needs_token=True, description="The last seat taken makes the match (`matchId`). An answer is final.",
+    ),
+    Operation(
+        "POST", "/api/challenges/{id}/decline", "declineChallenge", "Decline a challenge", CHALLENGES,
+        f"mutation($id: ID!, $reason: String) {{ declineChallenge(id: $id, reason: $reason) {{ {CHALLENGE_FIELDS} }} }}",
+        body="fields", needs_token=True, description="`reason` is shown to the challenger. An answer is final.",
+    ),
+    Operation(
+        "POST", "/api/challenges/{id}/cancel", "cancelChallenge", "Withdraw your challenge", CHALLENGES,
+        f"mutation($id: ID!) {{ cancelChallenge(id: $id) {{ {CHALLENGE_FIELDS} }} }}",
+        body="fields", needs_token=True,
+    ),
+    Operation(
+        "PUT", "/api/me/challenge-policy", "setChallengePolicy", "Your standing rule for challenges", CHALLENGES,
+        "mutation($policy: ChallengePolicy!) { setChallengePolicy(policy: $policy) }",
+        body="fields", needs_token=True, description="ACCEPT_ANY (the default), REFUSE_RATED or REFUSE_ALL.",
     ),
     Operation(
         "GET", "/api/leaderboard/{ruleset}", "leaderboard", "Bots by rating, highest first", RATINGS,

@@ -1,4 +1,4 @@
-"""GraphQL types of invitations to tournaments, and the stream of turns and invitations."""
+"""GraphQL types of invitations to tournaments, and the stream of turns, invitations and challenges."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ from typing import Annotated
 
 import strawberry
 
+from service.api.graphql.challenge_types import Challenge, challenge_type
 from service.api.graphql.limits import ListBound
 from service.api.graphql.tournament_types import Tournament, tournament_type
 from service.api.graphql.types import Bot, Match, _datetime
 from service.domain.invitations import MAX_LISTED, InvitationToTournament
+from service.model.challenge import Challenge as ChallengeValue
 from service.model.invitation import InvitationStatus
 
 #: ``invitations(first:)``
@@ -48,9 +50,15 @@ def invitation_type(found: InvitationToTournament) -> Invitation:
 
 
 TurnOrInvitation = Annotated[
-    Match | Invitation,
+    Match | Invitation | Challenge,
     strawberry.union(
         "TurnOrInvitation",
-        description="What myTurnsAndInvitations yields: a Match where the bot now has to move, or an Invitation.",
+        description="What myTurnsAndInvitations yields: a Match where the bot now has to move, an Invitation, or "
+        "(asked for with challenges: true) a Challenge.",
     ),
 ]
+
+
+def offer_type(found: InvitationToTournament | ChallengeValue) -> Invitation | Challenge:
+    """An invitation or a challenge met on a bot's turn stream, as its GraphQL type."""
+    return challenge_type(found) if isinstance(found, ChallengeValue) else invitation_type(found)

@@ -17,11 +17,12 @@ from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType
 
 from contract import MATCH, Shape
+from service.api.graphql.challenge_types import CHALLENGES, Challenge, CreateChallengeInput, challenge_type
 from service.api.graphql.context import RequestContext
 from service.api.graphql.documents import DocumentCache, Documents
 from service.api.graphql.errors import ErrorCodes
 from service.api.graphql.execution import ArenaExecutionContext
-from service.api.graphql.invitation_types import INVITATIONS, Invitation, TurnOrInvitation, invitation_type
+from service.api.graphql.invitation_types import INVITATIONS, Invitation, TurnOrInvitation, invitation_type, offer_type
 from service.api.graphql.limits import DocumentMeter, Limits
 from service.api.graphql.tournament_types import (
     LEADERBOARD,
@@ -57,6 +58,8 @@ from service.domain.ratings import RatingMethod
 from service.domain.tournaments import NewTournament
 from service.errors import BadInput, NotFound
 from service.metrics import operation_label
+from service.model.challenge import Challenge as ChallengeValue
+from service.model.challenge import ChallengePolicy, ChallengeStatus
 from service.model.invitation import InvitationPolicy, InvitationStatus
 from service.model.live_match import HouseBotKind, LiveMatch
 from service.model.tournament import TournamentStatus
@@ -78,7 +81,8 @@ class TurnWaitResult:
     reason: WaitEnd = strawberry.field(
         description="YOUR_TURN: the caller has a move to make in `match`; TIMED_OUT: timeoutMs passed first; "
         "MATCH_OVER: the match waited on is FINISHED or ABORTED; INVITATION (asked for with invitations: true): "
-        "`invitation` waits for the caller's answer."
+        "`invitation` waits for the caller's answer; CHALLENGE (asked for with challenges: true): `challenge` "
+        "names the caller and waits for its answer."
     )
     match: Match | None = strawberry.field(
         description="The match where it is the caller's turn; the match waited on (matchId) when it is over or the "
@@ -87,12 +91,16 @@ class TurnWaitResult:
     invitation: Invitation | None = strawberry.field(
         default=None, description="With reason INVITATION: the invitation waiting for the caller's answer."
     )
+    challenge: Challenge | None = strawberry.field(
+        default=None, description="With reason CHALLENGE: the challenge waiting for the caller's answer."
+    )
 
 
-def _wait(wait: TurnWait, caller: Caller, invited: InvitationToTournament | None = None) -> TurnWaitResult:
+def _wait(wait: TurnWait, caller: Caller, offer: InvitationToTournament | ChallengeValue | None = None) -> TurnWaitResult:
     return TurnWaitResult(
         reason=wait.reason, match=None if wait.match is None else _for(wait.match, caller),
-        invitation=None if invited is None else invitation_type(invited),
+        invitation=invitation_type(offer) if isinstance(offer, InvitationToTournament) else None,
+        challenge=challenge_type(offer) if isinstance(offer, ChallengeValue) else None,
     )
 
 
@@ -150,14 +158,18 @@ class Query:
             "Also end the wait on an invitation to a tournament waiting for an answer (reason INVITATION; one "
             "pending already answers at once): for bots that wait on all their matches (no matchId)."
         ))] = False,
+        challenges: Annotated[bool, strawberry.argument(description=(
+            "Also end the wait on a challenge naming the caller that waits for its answer (reason CHALLENGE; one "
+            "pending already answers at once): for bots that wait on all their matches (no matchId)."
+        ))] = False,
     ) -> TurnWaitResult:
         caller = await info.context.caller()
         services = info.context.services
-        if invitations:
+        if invitations or challenges:
             if match_id is not None:
-                raise BadInput("invitations: true waits on all your matches: leave matchId out")
-            wait, invited = await services.invitations.next_turn_or_invitation(caller, timeout_ms)
-            return _wait(wait, caller, invited)
+                raise BadInput("invitations: true and challenges: true wait on all your matches: leave matchId out")
+            wait, offer = await services.invitations.next_turn_or_invitation(caller, timeout_ms, invitations, challenges)
+            return _wait(wait, caller, offer)
         wait = await services.matches.next_turn(caller, None if match_id is None else str(match_id), timeout_ms)
         return _wait(wait, caller)
 
@@ -207,6 +219,25 @@ class Query:
     ) -> list[Invitation]:
         caller = await info.context.caller()
         return [invitation_type(i) for i in await info.context.services.invitations.of(caller, status, first)]
+
+    @strawberry.field(
+        description="The authenticated bot's challenges, newest first: those it made or is named in (its latest "
+        "100), and the open ones (naming nobody) its challenge policy does not refuse; `first` of them (default "
+        f"{CHALLENGES.default}, at most {CHALLENGES.size}) with `status` (any when left out).",
+        metadata=CHALLENGES.metadata(),
+    )
+    async def challenges(
+        self, info: Ctx, status: ChallengeStatus | None = None, first: int = CHALLENGES.default,  # type: ignore[assignment]
+    ) -> list[Challenge]:
+        caller = await info.context.caller()
+        return [challenge_type(c) for c in await info.context.services.challenges.of(caller, status, first)]
+
+    @strawberry.field(description="A challenge by its id (null: none).")
+    async def challenge(self, info: Ctx, id: strawberry.ID) -> Challenge | None:
+        try:
+            return challenge_type(await info.context.services.challenges.get(str(id)))
+        except NotFound:
+            return None
 
     @strawberry.field(
         description="Bots by rating, highest first (method: which rating; default ELO).",
@@ -407,6 +438,44 @@ class Mutation:
         caller = await info.context.caller()
         return await info.context.services.invitations.set_policy(caller, policy)
 
+    @strawberry.mutation(
+        description="Challenges bots to a match on createMatch's terms (or, naming none, anyone): the caller takes a "
+        "seat, and the match is made and starts once enough bots have accepted; unanswered, it expires "
+        "(ARENA_CHALLENGE_TTL_SECONDS). It counts among the caller's matches whose seats are not all taken "
+        "(ARENA_WAITING_MATCHES_PER_BOT)."
+    )
+    async def create_challenge(self, info: Ctx, input: CreateChallengeInput) -> Challenge:
+        caller = await info.context.caller()
+        return challenge_type(await info.context.services.challenges.create(caller, input.domain()))
+
+    @strawberry.mutation(
+        description="Accepts a challenge that names the caller (or an open one): the last seat taken makes the match, "
+        "which starts at once (status ACCEPTED, `match`). An answer is final."
+    )
+    async def accept_challenge(self, info: Ctx, id: strawberry.ID) -> Challenge:
+        caller = await info.context.caller()
+        return challenge_type(await info.context.services.challenges.accept(caller, str(id)))
+
+    @strawberry.mutation(
+        description="Declines a challenge, with an optional reason its challenger sees; one left with too few named "
+        "bots to fill its seats is DECLINED. An answer is final."
+    )
+    async def decline_challenge(self, info: Ctx, id: strawberry.ID, reason: str | None = None) -> Challenge:
+        caller = await info.context.caller()
+        return challenge_type(await info.context.services.challenges.decline(caller, str(id), reason))
+
+    @strawberry.mutation(description="Withdraws an OPEN challenge (its challenger only; idempotent): status CANCELLED.")
+    async def cancel_challenge(self, info: Ctx, id: strawberry.ID) -> Challenge:
+        caller = await info.context.caller()
+        return challenge_type(await info.context.services.challenges.cancel(caller, str(id)))
+
+    @strawberry.mutation(
+        description="Sets the caller's standing rule for the challenges made to it from now on (default ACCEPT_ANY)."
+    )
+    async def set_challenge_policy(self, info: Ctx, policy: ChallengePolicy) -> ChallengePolicy:
+        caller = await info.context.caller()
+        return await info.context.services.challenges.set_policy(caller, policy)
+
     @strawberry.mutation(description="Asks the workers to refit a ruleset's FITTED ratings from its whole history.")
     async def refit_ratings(self, info: Ctx, ruleset: Ruleset) -> bool:
         await info.context.caller()
@@ -434,10 +503,16 @@ class Subscription:
         "each Invitation: those PENDING when it subscribes, then every new one as it comes (whatever the "
         "bot's policy answered)."
     )
-    async def my_turns_and_invitations(self, info: Ctx) -> AsyncGenerator[TurnOrInvitation, None]:
+    async def my_turns_and_invitations(
+        self, info: Ctx,
+        challenges: Annotated[bool, strawberry.argument(description=(
+            "Also each Challenge the bot made or is named in: those waiting for its answer when it subscribes, then "
+            "each new one and each change of status."
+        ))] = False,
+    ) -> AsyncGenerator[TurnOrInvitation, None]:
         caller = await info.context.caller()
-        async for item in info.context.services.invitations.turns_and_invitations(caller):
-            yield _for(item, caller) if isinstance(item, LiveMatch) else invitation_type(item)
+        async for item in info.context.services.invitations.turns_and_invitations(caller, challenges=challenges):
+            yield _for(item, caller) if isinstance(item, LiveMatch) else offer_type(item)
 
 
 class ArenaSchema(strawberry.Schema):

@@ -17,6 +17,7 @@ from service.api.graphql.limits import ListBound
 from service.domain import bots, listings, webhooks
 from service.domain.listings import DEFAULT_FIRST, MAX_FIRST
 from service.errors import BadInput, Forbidden
+from service.model.challenge import ChallengePolicy
 from service.model.invitation import InvitationPolicy
 from service.model.live_match import HouseBotKind, LiveMatch, MatchStatus
 from service.store.clock import now_ms
@@ -50,6 +51,12 @@ strawberry.enum(
     InvitationPolicy, name="InvitationPolicy",
     description="A bot's standing answer to each invitation it gets: ACCEPT_ALL enters it at once, DECLINE_ALL "
     "declines at once, ASK (the default) leaves the invitation PENDING for the bot to answer.",
+)
+strawberry.enum(
+    ChallengePolicy, name="ChallengePolicy",
+    description="A bot's standing rule for the challenges others make it: ACCEPT_ANY (the default) lets any "
+    "challenge name it; REFUSE_RATED refuses rated ones; REFUSE_ALL refuses all (createChallenge naming it fails "
+    "with CHALLENGE_REFUSED, and the open challenges it refuses are not listed for it).",
 )
 
 
@@ -207,6 +214,16 @@ class Bot:
         if caller is None or caller.bot_id != str(self.id):
             return None
         return await info.context.services.invitations.policy(caller.bot_id)
+
+    @strawberry.field(
+        description="The bot's standing rule for challenges (setChallengePolicy): shown to the bot itself only, "
+        "null to anyone else."
+    )
+    async def challenge_policy(self, info: Info[RequestContext, None]) -> ChallengePolicy | None:
+        caller = await info.context.optional_caller()
+        if caller is None or caller.bot_id != str(self.id):
+            return None
+        return await info.context.services.challenges.policy(caller.bot_id)
 
     @strawberry.field(
         description="The bot's webhook (setWebhook) and its health: shown to the bot itself only, null to anyone "
