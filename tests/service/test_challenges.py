@@ -1,0 +1,255 @@
+"""Challenges: a bot invites named bots (or anyone) to a match, which is made, every seat taken,
+once enough have accepted. Declined, accepted and played to the end; an open challenge; expiry
+(on reading, and by the workers' clock, which frees the challenger's creation limit); a bot
+that refuses challenges; bad input refused with its code, changing nothing; racing accepts
+making one match; the challenge on the challenged bot's turn stream; the REST mirror.
+
+Real API and worker processes on the test Redis; waits are bounded polls of the state."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from service.store.keys import bot_invited_channel
+from tests.service.arena_client import wait_for_subscription, wait_until
+from tests.service.test_rest_api import ok, rest
+from tests.service.test_tournaments import Player
+
+CHALLENGE = """
+id status open ruleset players variants moveTimeoutMs rated createdAt expiresAt closedAt matchId
+challenger { id name } bots { bot { id } answer answeredAt reason } accepted { id }
+match { id status seats { bot { id } } }
+"""
+CREATE = "mutation($i: CreateChallengeInput!) { createChallenge(input: $i) { " + CHALLENGE + " } }"
+ACCEPT = "mutation($c: ID!) { acceptChallenge(id: $c) { " + CHALLENGE + " } }"
+DECLINE = "mutation($c: ID!, $r: String) { declineChallenge(id: $c, reason: $r) { " + CHALLENGE + " } }"
+CANCEL = "mutation($c: ID!) { cancelChallenge(id: $c) { " + CHALLENGE + " } }"
+GET = "query($c: ID!) { challenge(id: $c) { " + CHALLENGE + " } }"
+LIST = "query($s: ChallengeStatus) { challenges(status: $s) { " + CHALLENGE + " } }"
+POLICY = "mutation($p: ChallengePolicy!) { setChallengePolicy(policy: $p) }"
+NEXT = """query($t: Int) { nextTurn(timeoutMs: $t, challenges: true) {
+  reason match { id } challenge { id status challenger { id } bots { bot { id } answer } }
+} }"""
+
+
+@pytest.fixture(scope="module")
+def worker(start_worker: Any) -> Iterator[Any]:
+    process = start_worker()
+    yield process
+    process.stop()
+
+
+def challenge(api: Any, token: str, bots: list[str], **terms: Any) -> dict[str, Any]:
+    terms.setdefault("ruleset", "WIZARD_JUNIOR")
+    terms.setdefault("players", 3)
+    return api.data(CREATE, {"i": {"bots": bots, **terms}}, token)["createChallenge"]  # type: ignore[no-any-return]
+
+
+def read(api: Any, challenge_id: str) -> dict[str, Any]:
+    return api.data(GET, {"c": challenge_id})["challenge"]  # type: ignore[no-any-return]
+
+
+def listed(api: Any, token: str, status: str | None = None) -> list[str]:
+    return [c["id"] for c in api.data(LIST, {"s": status}, token)["challenges"]]
+
+
+def involving(api: Any, token: str, bot_id: str) -> list[str]:
+    """The bot's challenges it made or is named in (not those open ones of others offered to it)."""
+    return [
+        c["id"] for c in api.data(LIST, {"s": None}, token)["challenges"]
+        if c["challenger"]["id"] == bot_id or bot_id in (r["bot"]["id"] for r in c["bots"])
+    ]
+
+
+def test_a_declined_challenge_then_an_accepted_one_played_to_its_end(api: Any) -> None:
+    (a, a_id), (b, b_id), (c, c_id) = api.register(), api.register(), api.register()
+    first = challenge(api, a, [b_id, c_id], rated=True)
+    assert first["status"] == "OPEN" and not first["open"] and first["rated"]
+    assert [r["bot"]["id"] for r in first["bots"]] == [b_id, c_id]
+    assert {r["answer"] for r in first["bots"]} == {"PENDING"}
+    assert first["id"] in listed(api, a) and first["id"] in listed(api, b, "OPEN")
+
+    declined = api.data(DECLINE, {"c": first["id"], "r": "busy tonight"}, b)["declineChallenge"]
+    # a 3-player challenge naming two: one decline leaves too few to fill the seats
+    assert declined["status"] == "DECLINED" and declined["closedAt"] and declined["match"] is None
+    assert declined["bots"][0]["answer"] == "DECLINED" and declined["bots"][0]["reason"] == "busy tonight"
+    assert api.error_code(ACCEPT, {"c": first["id"]}, c) == "CHALLENGE_NOT_OPEN"
+
+    second = challenge(api, a, [b_id, c_id], rated=True)
+    after_b = api.data(ACCEPT, {"c": second["id"]}, b)["acceptChallenge"]
+    assert after_b["status"] == "OPEN" and [x["id"] for x in after_b["accepted"]] == [b_id]
+    accepted = api.data(ACCEPT, {"c": second["id"]}, c)["acceptChallenge"]
+    assert accepted["status"] == "ACCEPTED" and accepted["matchId"]
+    match = accepted["match"]
+    assert match["status"] == "ACTIVE"  # every seat taken: it started by itself
+    assert sorted(s["bot"]["id"] for s in match["seats"]) == sorted([a_id, b_id, c_id])
+
+    with Player(api, a) as pa, Player(api, b) as pb, Player(api, c) as pc:
+        wait_until(lambda: api.match(match["id"])["status"] == "FINISHED", "the challenge's match to finish", 60)
+    assert not (pa.errors or pb.errors or pc.errors)
+    assert read(api, second["id"])["match"]["status"] == "FINISHED"
+
+
+def test_an_open_challenge_is_taken_by_any_bot_whose_policy_does_not_refuse_it(api: Any) -> None:
+    (a, _), (b, b_id), (c, c_id), (d, _), (e, _) = (api.register() for _ in range(5))
+    api.data(POLICY, {"p": "REFUSE_RATED"}, d)
+    made = challenge(api, a, [], rated=True)
+    assert made["open"] and made["bots"] == []
+    assert made["id"] in listed(api, b, "OPEN")
+    assert made["id"] not in listed(api, d)  # not offered to a bot that refuses it
+    unrated = challenge(api, a, [])
+    assert unrated["id"] in listed(api, d)
+
+    assert api.data(ACCEPT, {"c": made["id"]}, b)["acceptChallenge"]["status"] == "OPEN"
+    done = api.data(ACCEPT, {"c": made["id"]}, c)["acceptChallenge"]
+    assert done["status"] == "ACCEPTED" and [x["id"] for x in done["accepted"]] == [b_id, c_id]
+    assert api.error_code(ACCEPT, {"c": made["id"]}, e) == "CHALLENGE_NOT_OPEN"
+    assert made["id"] not in listed(api, e)  # no longer open: not offered
+
+
+def test_a_challenge_expires_and_the_clock_frees_its_challengers_limit(start_api: Any, worker: Any) -> None:
+    api = start_api(ARENA_CHALLENGE_TTL_SECONDS="1", ARENA_WAITING_MATCHES_PER_BOT="1")
+    (a, _), (b, b_id), (_, c_id) = api.register(), api.register(), api.register()
+    made = challenge(api, a, [b_id, c_id])
+    # the same counter as createMatch's: one waiting match or open challenge at a time
+    assert api.error_code(CREATE, {"i": {"bots": [b_id, c_id], "players": 3}}, a) == "LIMIT_EXCEEDED"
+    assert api.error_code(
+        "mutation { createMatch(input: {players: 3}) { id } }", None, a
+    ) == "LIMIT_EXCEEDED"
+    wait_until(lambda: read(api, made["id"])["status"] == "EXPIRED", "the challenge to expire", 10)
+    before = read(api, made["id"])
+    assert api.error_code(ACCEPT, {"c": made["id"]}, b) == "CHALLENGE_NOT_OPEN"
+    assert api.error_code(CANCEL, {"c": made["id"]}, a) == "CHALLENGE_NOT_OPEN"
+    assert read(api, made["id"]) == before
+    # the workers' clock writes the expiry, which frees the limit
+    again = wait_until(lambda: api.gql(CREATE, {"i": {"bots": [b_id, c_id], "players": 3}}, a).get("data"),
+                       "the clock to free the challenger's limit", 20, 0.2, explain=worker.output)
+    assert again["createChallenge"]["status"] == "OPEN"
+
+
+def test_a_bot_that_refuses_challenges_cannot_be_challenged(api: Any) -> None:
+    (a, a_id), (b, b_id), (c, c_id) = api.register(), api.register(), api.register()
+    me = "{ me { challengePolicy } }"
+    assert api.data(me, None, b)["me"]["challengePolicy"] == "ACCEPT_ANY"
+    assert api.data(POLICY, {"p": "REFUSE_RATED"}, b)["setChallengePolicy"] == "REFUSE_RATED"
+    assert api.data(me, None, b)["me"]["challengePolicy"] == "REFUSE_RATED"
+    assert api.data("query($b: ID!) { bot(id: $b) { challengePolicy } }", {"b": b_id}, a)["bot"]["challengePolicy"] is None
+    body = api.gql(CREATE, {"i": {"bots": [b_id, c_id], "players": 3, "rated": True}}, a)
+    assert body["errors"][0]["extensions"]["code"] == "CHALLENGE_REFUSED"
+    assert "REFUSE_RATED" in body["errors"][0]["message"]
+    assert involving(api, a, a_id) == [] and involving(api, c, c_id) == []  # nothing made
+    assert challenge(api, a, [b_id, c_id])["status"] == "OPEN"  # unrated: fine
+    api.data(POLICY, {"p": "REFUSE_ALL"}, b)
+    assert api.error_code(CREATE, {"i": {"bots": [b_id, c_id], "players": 3}}, a) == "CHALLENGE_REFUSED"
+    assert len(involving(api, a, a_id)) == 1
+
+
+def test_bad_input_gets_its_code_and_changes_nothing(api: Any) -> None:
+    (a, a_id), (b, b_id), (c, c_id), (d, _) = (api.register() for _ in range(4))
+
+    def create_code(**spec: Any) -> str:
+        spec = {"bots": [b_id, c_id], "players": 3, **spec}
+        return api.error_code(CREATE, {"i": spec}, a)
+
+    assert create_code(bots=[b_id, "no-such-bot"]) == "NOT_FOUND"
+    assert create_code(bots=[b_id, a_id]) == "BAD_INPUT"  # challenging yourself
+    assert create_code(bots=[b_id, b_id]) == "BAD_INPUT"
+    assert create_code(bots=[b_id]) == "BAD_INPUT"  # too few for the seats
+    assert create_code(moveTimeoutMs=1) == "BAD_INPUT"  # createMatch's own check
+    assert create_code(players=7) == "BAD_INPUT"
+    assert api.error_code(CREATE, {"i": {"bots": [b_id, c_id], "players": 3}}) == "UNAUTHENTICATED"
+    assert involving(api, a, a_id) == []
+
+    made = challenge(api, a, [b_id, c_id])
+    api.data(ACCEPT, {"c": made["id"]}, b)
+    before = read(api, made["id"])
+    for query, variables, token, code in [
+        (ACCEPT, {"c": made["id"]}, b, "CHALLENGE_ANSWERED"),  # accepting twice
+        (DECLINE, {"c": made["id"]}, b, "CHALLENGE_ANSWERED"),
+        (ACCEPT, {"c": made["id"]}, d, "FORBIDDEN"),  # someone else's
+        (ACCEPT, {"c": made["id"]}, a, "BAD_INPUT"),  # its own
+        (CANCEL, {"c": made["id"]}, c, "FORBIDDEN"),
+        (DECLINE, {"c": made["id"], "r": "x" * 201}, c, "BAD_INPUT"),
+        (ACCEPT, {"c": "nope"}, c, "NOT_FOUND"),
+    ]:
+        assert api.error_code(query, variables, token) == code, (query, code)
+    assert read(api, made["id"]) == before
+    assert api.data(GET, {"c": "nope"})["challenge"] is None
+
+    cancelled = api.data(CANCEL, {"c": made["id"]}, a)["cancelChallenge"]
+    assert cancelled["status"] == "CANCELLED"
+    assert api.data(CANCEL, {"c": made["id"]}, a)["cancelChallenge"] == cancelled  # idempotent
+    assert api.error_code(ACCEPT, {"c": made["id"]}, c) == "CHALLENGE_NOT_OPEN"
+
+
+def test_racing_accepts_make_one_match(api: Any) -> None:
+    (a, a_id), *named = (api.register() for _ in range(6))
+    made = challenge(api, a, [bot_id for _, bot_id in named], players=3)
+    start = threading.Barrier(len(named))
+
+    def accept(token: str) -> dict[str, Any]:
+        start.wait()
+        return api.gql(ACCEPT, {"c": made["id"]}, token)
+
+    with ThreadPoolExecutor(len(named)) as pool:
+        answers = list(pool.map(accept, [token for token, _ in named]))
+    won = [r["data"]["acceptChallenge"] for r in answers if not r.get("errors")]
+    lost = [r["errors"][0]["extensions"]["code"] for r in answers if r.get("errors")]
+    assert len(won) == 2 and lost == ["CHALLENGE_NOT_OPEN"] * 3, answers
+    final = read(api, made["id"])
+    assert final["status"] == "ACCEPTED" and len(final["accepted"]) == 2
+    seated = sorted(s["bot"]["id"] for s in final["match"]["seats"])
+    assert seated == sorted([a_id, *(x["id"] for x in final["accepted"])])
+    # the one match: each seated bot has it among its matches, once
+    for token, bot_id in named:
+        mine = api.data("{ me { matches { edges { node { id } } } } }", None, token)["me"]["matches"]["edges"]
+        assert [e["node"]["id"] for e in mine] == ([final["matchId"]] if bot_id in seated else [])
+
+
+def test_the_challenged_bot_sees_the_challenge_on_its_turn_stream(api: Any, redis_client: Any) -> None:
+    (a, a_id), (b, b_id), (c, c_id) = api.register(), api.register(), api.register()
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(api.data, NEXT, {"t": 20_000}, b)
+        wait_for_subscription(redis_client, bot_invited_channel(b_id))  # told while it waits, not found pending
+        made = challenge(api, a, [b_id, c_id])
+        ended = waiting.result(30)["nextTurn"]
+    assert ended["reason"] == "CHALLENGE" and ended["match"] is None
+    assert ended["challenge"]["id"] == made["id"] and ended["challenge"]["challenger"]["id"] == a_id
+    # one pending answers at once; answered, it no longer ends the wait
+    assert api.data(NEXT, {"t": 0}, b)["nextTurn"]["reason"] == "CHALLENGE"
+    api.data(ACCEPT, {"c": made["id"]}, b)
+    assert api.data(NEXT, {"t": 0}, b)["nextTurn"]["reason"] == "TIMED_OUT"
+    waited = ok(rest(api, "GET", "/api/turns/next", c, params={"challenges": "true", "timeoutMs": 5_000}))
+    assert waited["reason"] == "CHALLENGE" and waited["challenge"]["id"] == made["id"]
+
+
+def test_the_rest_mirror(api: Any) -> None:
+    (a, _), (b, b_id), (c, c_id) = api.register(), api.register(), api.register()
+    made = ok(rest(api, "POST", "/api/challenges", a,
+                   json={"bots": [b_id, c_id], "ruleset": "WIZARD_JUNIOR", "players": 3}), 201)
+    assert made["status"] == "OPEN"
+    assert made["id"] in [x["id"] for x in ok(rest(api, "GET", "/api/challenges", b, params={"status": "OPEN"}))]
+    assert ok(rest(api, "GET", f"/api/challenges/{made['id']}"))["id"] == made["id"]
+    assert rest(api, "GET", "/api/challenges/nope").status_code == 404
+    declined = ok(rest(api, "POST", f"/api/challenges/{made['id']}/decline", b, json={"reason": "no"}))
+    assert declined["status"] == "DECLINED" and declined["bots"][0]["reason"] == "no"
+    refused = rest(api, "POST", f"/api/challenges/{made['id']}/accept", c)
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "CHALLENGE_NOT_OPEN"
+
+    other = ok(rest(api, "POST", "/api/challenges", a, json={"bots": [b_id, c_id], "players": 3}), 201)
+    assert ok(rest(api, "POST", f"/api/challenges/{other['id']}/cancel", a))["status"] == "CANCELLED"
+    assert ok(rest(api, "PUT", "/api/me/challenge-policy", c, json={"policy": "REFUSE_ALL"})) == "REFUSE_ALL"
+    assert ok(rest(api, "GET", "/api/me", c))["challengePolicy"] == "REFUSE_ALL"
+    answer = rest(api, "POST", "/api/challenges", a, json={"bots": [b_id, c_id], "players": 3})
+    assert answer.status_code == 403 and answer.json()["error"]["code"] == "CHALLENGE_REFUSED"
+
+    ok(rest(api, "PUT", "/api/me/challenge-policy", c, json={"policy": "ACCEPT_ANY"}))
+    played = ok(rest(api, "POST", "/api/challenges", a, json={"bots": [b_id, c_id], "players": 3}), 201)
+    ok(rest(api, "POST", f"/api/challenges/{played['id']}/accept", b))
+    accepted = ok(rest(api, "POST", f"/api/challenges/{played['id']}/accept", c))
+    assert accepted["status"] == "ACCEPTED" and accepted["matchId"]
