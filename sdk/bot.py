@@ -24,7 +24,7 @@ import sys
 import traceback
 from pathlib import Path
 from types import ModuleType
-from typing import cast
+from typing import Any, cast
 
 from wizard import HOUSE_BOTS, MatchView, Move, Phase
 
@@ -53,6 +53,12 @@ class Bot:
     def play(self, view: MatchView) -> Move:
         """A ``Move(card=code)``: one of ``view.legal_moves``."""
         raise NotImplementedError(f"{type(self).__name__} does not play")
+
+    def accepts_challenge(self, challenge: dict[str, Any]) -> bool:
+        """Whether to accept a challenge that names this bot (``wizard-arena play --challenges
+        bot``): the challenge as the API shows it (``challenger``, ``ruleset``, ``players``,
+        ``rated``, ``moveTimeoutMs``, ...). Accepts any by default; False declines it."""
+        return True
 
     def act(self, view: MatchView, match_id: str | None = None) -> Move:
         """The move for ``view``, by phase. Override to see ``match_id`` too."""

@@ -112,6 +112,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "leaving no standing policy on the server; ask: answer none, and clear a standing ACCEPT_ALL or DECLINE_ALL "
         "policy; default: answer none",
     )
+    play.add_argument(
+        "--challenges", choices=["accept", "decline", "bot"], default=None,
+        help="challenges naming the bot: accept or decline each one as it comes (those pending too) while this runs; "
+        "bot: as the bot's accepts_challenge answers; default: answer none",
+    )
     play.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     play.set_defaults(run=_play)
 

@@ -39,6 +39,11 @@ TOURNAMENT_FIELDS = (
 )
 #: what the runner reads of an invitation
 INVITATION_FIELDS = "id status tournament { id name }"
+#: what the client reads of a challenge
+CHALLENGE_FIELDS = (
+    "id status open ruleset players variants moveTimeoutMs rated expiresAt matchId challenger { id name } "
+    "bots { bot { id name } answer reason } accepted { id name }"
+)
 
 T = TypeVar("T")
 
@@ -96,12 +101,13 @@ class Moved(NamedTuple):
 
 class TurnWait(NamedTuple):
     """``nextTurn``'s answer: why the wait ended (``YOUR_TURN``, ``TIMED_OUT``, ``MATCH_OVER``,
-    ``INVITATION``), the match, and with ``INVITATION`` the invitation (``{id status tournament
-    {id name}}``)."""
+    ``INVITATION``, ``CHALLENGE``), the match, with ``INVITATION`` the invitation (``{id status
+    tournament {id name}}``) and with ``CHALLENGE`` the challenge (CHALLENGE_FIELDS)."""
 
     reason: str
     match: Match | None
     invitation: dict[str, Any] | None
+    challenge: dict[str, Any] | None = None
 
 
 class Match:
@@ -321,6 +327,52 @@ class ArenaClient:
         data = await self.graphql(f"mutation($i: ID!) {{ {field}(invitationId: $i) {{ status }} }}", {"i": invitation_id})
         return data[field]["status"]
 
+    # ------------------------------------------------------------------ challenges
+    async def create_challenge(self, bots: list[str], **terms: Any) -> dict[str, Any]:
+        """``createChallenge``: ``bots`` (none: an open challenge) and createMatch's terms,
+        camelCase (``players=3, rated=True``)."""
+        data = await self.graphql(
+            f"mutation($input: CreateChallengeInput!) {{ createChallenge(input: $input) {{ {CHALLENGE_FIELDS} }} }}",
+            {"input": {"bots": bots, **terms}},
+        )
+        return dict(data["createChallenge"])
+
+    async def challenges(self, status: str | None = None, first: int = 50) -> list[dict[str, Any]]:
+        """The bot's challenges, newest first: made, named in, and the open ones offered to it."""
+        data = await self.graphql(
+            f"query($s: ChallengeStatus, $f: Int!) {{ challenges(status: $s, first: $f) {{ {CHALLENGE_FIELDS} }} }}",
+            {"s": status, "f": first},
+        )
+        return list(data["challenges"])
+
+    async def challenge(self, challenge_id: str) -> dict[str, Any] | None:
+        data = await self.graphql(f"query($id: ID!) {{ challenge(id: $id) {{ {CHALLENGE_FIELDS} }} }}", {"id": challenge_id})
+        return data["challenge"]
+
+    async def answer_challenge(self, challenge_id: str, accept: bool, reason: str | None = None) -> dict[str, Any]:
+        """Accept or decline a challenge (``reason``: why, when declining); the challenge after."""
+        if accept:
+            data = await self.graphql(
+                f"mutation($id: ID!) {{ acceptChallenge(id: $id) {{ {CHALLENGE_FIELDS} }} }}", {"id": challenge_id}
+            )
+            return dict(data["acceptChallenge"])
+        data = await self.graphql(
+            f"mutation($id: ID!, $r: String) {{ declineChallenge(id: $id, reason: $r) {{ {CHALLENGE_FIELDS} }} }}",
+            {"id": challenge_id, "r": reason},
+        )
+        return dict(data["declineChallenge"])
+
+    async def cancel_challenge(self, challenge_id: str) -> dict[str, Any]:
+        data = await self.graphql(
+            f"mutation($id: ID!) {{ cancelChallenge(id: $id) {{ {CHALLENGE_FIELDS} }} }}", {"id": challenge_id}
+        )
+        return dict(data["cancelChallenge"])
+
+    async def set_challenge_policy(self, policy: str) -> str:
+        """The bot's standing rule for challenges: ACCEPT_ANY, REFUSE_RATED or REFUSE_ALL."""
+        data = await self.graphql("mutation($p: ChallengePolicy!) { setChallengePolicy(policy: $p) }", {"p": policy})
+        return str(data["setChallengePolicy"])
+
     # ------------------------------------------------------------------ tournaments and ratings
     async def create_tournament(self, **spec: Any) -> dict[str, Any]:
         """``createTournament`` with CreateTournamentInput's fields, camelCase."""
@@ -406,19 +458,24 @@ class ArenaClient:
         )
         return None if data.get("awaitTurn") is None else _match(data["awaitTurn"])
 
-    async def next_turn_or_invitation(self, timeout_ms: int | None = None) -> TurnWait:
+    async def next_turn_or_invitation(
+        self, timeout_ms: int | None = None, invitations: bool = True, challenges: bool = False
+    ) -> TurnWait:
         """``nextTurn(invitations: true)``: waits on all the bot's matches and its invitations
-        (one pending answers at once), for bots that long-poll."""
+        (one pending answers at once), for bots that long-poll; with ``challenges``, on the
+        challenges that name it and wait for its answer too."""
         data = await self.graphql(
-            f"query($t: Int) {{ nextTurn(timeoutMs: $t, invitations: true) {{ reason match {{ {MATCH_FIELDS} }} "
-            f"invitation {{ {INVITATION_FIELDS} }} }} }}",
-            {"t": timeout_ms},
+            "query($t: Int, $i: Boolean!, $c: Boolean!) { nextTurn(timeoutMs: $t, invitations: $i, challenges: $c) "
+            f"{{ reason match {{ {MATCH_FIELDS} }} invitation {{ {INVITATION_FIELDS} }} "
+            f"challenge {{ {CHALLENGE_FIELDS} }} }} }}",
+            {"t": timeout_ms, "i": invitations, "c": challenges},
         )
         wait = data.get("nextTurn")
         if not isinstance(wait, dict):
             raise BadAnswer(f"the server answered nextTurn with {wait!r}")
         match = wait.get("match")
-        return TurnWait(str(wait.get("reason")), None if match is None else _match(match), wait.get("invitation"))
+        return TurnWait(str(wait.get("reason")), None if match is None else _match(match), wait.get("invitation"),
+                        wait.get("challenge"))
 
     # ------------------------------------------------------------------ subscriptions
     async def subscribe(self, query: str, variables: dict[str, Any] | None = None) -> AsyncIterator[dict[str, Any]]:
@@ -481,21 +538,29 @@ class ArenaClient:
             if match is not None:
                 yield match
 
-    async def my_turns_and_invitations(self) -> AsyncIterator[Match | dict[str, Any]]:
+    async def my_turns_and_invitations(self, challenges: bool = False) -> AsyncIterator[Match | dict[str, Any]]:
         """``myTurnsAndInvitations``: what :meth:`my_turns` yields and, on the same stream, the
-        bot's invitations (``{id status tournament {id name}}``): those pending when it
-        subscribes, then each new one as it comes."""
-        # aliased: Invitation's status and Match's are different enums, which GraphQL does not
-        # let share one name in a union's selection
+        bot's invitations (``{kind: "invitation", id status tournament {id name}}``): those
+        pending when it subscribes, then each new one as it comes; with ``challenges``, its
+        challenges too (``{kind: "challenge", ...CHALLENGE_FIELDS}``), each change of status."""
+        # aliased: Invitation's status, Challenge's and Match's are different enums, which
+        # GraphQL does not let share one name in a union's selection
         query = (
-            f"subscription {{ myTurnsAndInvitations {{ __typename ... on Match {{ {MATCH_FIELDS} }} "
-            "... on Invitation { invitationId: id invitationStatus: status tournament { id name } } } }"
+            "subscription($c: Boolean!) { myTurnsAndInvitations(challenges: $c) { __typename "
+            f"... on Match {{ {MATCH_FIELDS} }} "
+            "... on Invitation { invitationId: id invitationStatus: status tournament { id name } } "
+            f"... on Challenge {{ {CHALLENGE_FIELDS.replace('id status', 'challengeId: id challengeStatus: status', 1)} }} }} }}"
         )
-        async for data in self.subscribe(query):
+        async for data in self.subscribe(query, {"c": challenges}):
             item = data.get("myTurnsAndInvitations")
-            if isinstance(item, dict) and item.get("__typename") == "Invitation":
-                yield {"id": item.get("invitationId"), "status": item.get("invitationStatus"),
+            kind = item.get("__typename") if isinstance(item, dict) else None
+            if isinstance(item, dict) and kind == "Invitation":
+                yield {"kind": "invitation", "id": item.get("invitationId"), "status": item.get("invitationStatus"),
                        "tournament": item.get("tournament") or {}}
+                continue
+            if isinstance(item, dict) and kind == "Challenge":
+                fields = {k: v for k, v in item.items() if k not in ("__typename", "challengeId", "challengeStatus")}
+                yield {"kind": "challenge", **fields, "id": item.get("challengeId"), "status": item.get("challengeStatus")}
                 continue
             match = _turn(item)
             if match is not None:

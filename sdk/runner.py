@@ -15,6 +15,9 @@ until stopped.
   stream (``myTurnsAndInvitations``, or ``nextTurn(invitations: true)`` when polling), those
   pending at its start too. It sets no standing policy on the server for that: a bot that is
   not running is entered in nothing (a standing ACCEPT_ALL would enter it after a crash too).
+- Told to (``challenges``), it answers the challenges that name the bot the same way, on the
+  same stream (``myTurnsAndInvitations(challenges: true)``, ``nextTurn(challenges: true)``):
+  accepting or declining each, or as the bot's own rule (:meth:`Bot.accepts_challenge`) says.
 """
 
 from __future__ import annotations
@@ -54,6 +57,8 @@ DECISION_THREADS = 32
 #: ``wizard-arena play --invitations``: the runner's answer to each invitation that comes while
 #: it runs (True: accept; None: answer none, ``ask`` also clearing a standing policy)
 INVITATION_ANSWERS: dict[str, bool | None] = {"accept": True, "decline": False, "ask": None}
+#: ``wizard-arena play --challenges``: how the runner answers each challenge naming the bot
+CHALLENGE_ANSWERS = ("accept", "decline", "bot")
 
 
 class Backoff:
@@ -78,20 +83,29 @@ class BotRunner:
     """Plays ``bot`` in every match its token's bot is seated in. ``transport`` is ``ws``,
     ``poll`` or ``auto`` (ws, then polling if WebSockets are unavailable)."""
 
-    def __init__(self, bot: Bot, client: ArenaClient, transport: str = "auto", invitations: str | None = None) -> None:
+    def __init__(
+        self, bot: Bot, client: ArenaClient, transport: str = "auto", invitations: str | None = None,
+        challenges: str | None = None,
+    ) -> None:
         if transport not in ("auto", "ws", "poll"):
             raise ValueError(f"transport {transport!r}: use auto, ws or poll")
         if invitations is not None and invitations not in INVITATION_ANSWERS:
             raise ValueError(f"invitations {invitations!r}: use {', '.join(INVITATION_ANSWERS)}")
+        if challenges is not None and challenges not in CHALLENGE_ANSWERS:
+            raise ValueError(f"challenges {challenges!r}: use {', '.join(CHALLENGE_ANSWERS)}")
         self.bot = bot
+        #: how to answer the challenges naming the bot (None: not at all)
+        self.challenges = challenges
         #: what to do with tournament invitations (None: nothing)
         self.invitations = invitations
         #: the answer given to each invitation as it comes (True: accept, False: decline; None: none)
         self.accept_invitations = None if invitations is None else INVITATION_ANSWERS[invitations]
-        #: polling: an answer failed, so the next wait leaves invitations out (one still pending
-        #: would end every wait at once)
+        #: polling: an answer failed, so the next wait leaves invitations and challenges out (one
+        #: still pending would end every wait at once)
         self._invitation_failed = False
         self.client = client
+        #: the bot's id (known once it runs): the challenges that name it are its to answer
+        self._bot_id: str | None = None
         self.transport = transport
         self.moves_sent = 0
         self.bot_errors = 0
@@ -132,6 +146,7 @@ class BotRunner:
         me = await self._who_am_i()
         if me is None:
             raise ArenaError("UNAUTHENTICATED", "the server knows no bot with this token: check --token")
+        self._bot_id = me["id"]
         log.info("playing as %s (bot %s) with %s over %s", me["name"], me["id"], self.bot.label, self.client.url)
         await self._check_invitation_policy()
         transport = self.transport
@@ -179,6 +194,41 @@ class BotRunner:
                 "this runner is not running; `--invitations ask` clears it", policy,
             )
 
+    async def _answer_offer(self, offer: dict[str, Any]) -> None:
+        """An invitation or a challenge met on the turn stream, answered as told."""
+        if offer.get("kind") == "challenge":
+            await self._answer_challenge(offer)
+        elif self.accept_invitations is not None:
+            await self._answer_invitation(offer)
+
+    async def _answer_challenge(self, challenge: dict[str, Any]) -> None:
+        """Gives a challenge waiting for the bot's answer the one ``--challenges`` names (or
+        the bot's rule); one it does not wait for (the bot's own, one answered) is logged."""
+        by = (challenge.get("challenger") or {}).get("name")
+        me = next((b for b in challenge.get("bots") or () if b.get("answer") == "PENDING"
+                   and (b.get("bot") or {}).get("id") == self._bot_id), None)
+        if self.challenges is None or challenge.get("status") != "OPEN" or me is None:
+            log.info("challenge %s from %s: %s", challenge.get("id"), by, challenge.get("status"))
+            return
+        if self.challenges == "bot":
+            try:
+                accept = bool(await asyncio.get_running_loop().run_in_executor(
+                    self._executor, self.bot.accepts_challenge, challenge))
+            except Exception:  # the bot's own rule failed: it answers nothing, logged
+                log.exception("challenge %s from %s: %s.accepts_challenge raised", challenge.get("id"), by, self.bot.label)
+                self._invitation_failed = True
+                return
+        else:
+            accept = self.challenges == "accept"
+        try:
+            after = await self.client.answer_challenge(str(challenge["id"]), accept)
+        except ArenaError as e:  # accepted by enough others meanwhile, expired, ...
+            self._invitation_failed = True
+            log.warning("challenge %s from %s not answered: %s: %s", challenge.get("id"), by, e.code, e.message)
+        else:
+            log.info("challenge %s from %s: %s, the challenge is %s", challenge.get("id"), by,
+                     "accepted" if accept else "declined", after.get("status"))
+
     async def _answer_invitation(self, invitation: dict[str, Any]) -> None:
         """Gives a PENDING invitation the answer ``--invitations`` names (others were answered
         already: by the bot's standing policy, say)."""
@@ -207,25 +257,37 @@ class BotRunner:
         log.warning("%s; reconnecting in %.1f s", why, delay)
         await asyncio.sleep(delay)
 
+    @property
+    def _answers_offers(self) -> bool:
+        """Whether the runner answers invitations or challenges (and so follows them)."""
+        return self.accept_invitations is not None or self.challenges is not None
+
     async def _subscribe(self) -> None:
-        stream = self.client.my_turns() if self.accept_invitations is None else self.client.my_turns_and_invitations()
+        if self._answers_offers:
+            stream = self.client.my_turns_and_invitations(challenges=self.challenges is not None)
+        else:
+            stream = self.client.my_turns()
         async for item in stream:
             self._backoff.reset()
             if isinstance(item, Match):
                 self._turn(item)
             else:
-                await self._answer_invitation(item)
+                await self._answer_offer(item)
         raise ArenaUnavailable("the server ended the turn stream")
 
     async def _next_turn(self) -> Match | None:
-        """A match where the bot has a move to make, or None after a while; an invitation met on
-        the way (when the runner answers them) is answered."""
-        if self.accept_invitations is None or self._invitation_failed:
+        """A match where the bot has a move to make, or None after a while; an invitation or a
+        challenge met on the way (when the runner answers them) is answered."""
+        if not self._answers_offers or self._invitation_failed:
             self._invitation_failed = False
             return await self.client.await_turn(None, POLL_TIMEOUT_MS)
-        wait = await self.client.next_turn_or_invitation(POLL_TIMEOUT_MS)
+        wait = await self.client.next_turn_or_invitation(
+            POLL_TIMEOUT_MS, invitations=self.accept_invitations is not None, challenges=self.challenges is not None
+        )
         if wait.invitation is not None:
             await self._answer_invitation(wait.invitation)
+        if wait.challenge is not None:
+            await self._answer_challenge(wait.challenge)
         return wait.match if wait.reason == "YOUR_TURN" else None
 
     async def _poll(self) -> None:
@@ -399,7 +461,8 @@ class BotRunner:
 
 
 def run_bot(
-    bot: Bot, url: str, token: str, transport: str = "auto", log_level: str = "info", invitations: str | None = None
+    bot: Bot, url: str, token: str, transport: str = "auto", log_level: str = "info", invitations: str | None = None,
+    challenges: str | None = None,
 ) -> None:
     """Plays ``bot`` on the server at ``url`` until interrupted (Ctrl-C or SIGTERM), logging
     each decision: what ``wizard-arena play`` does."""
@@ -416,7 +479,7 @@ def run_bot(
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, task.cancel)
         async with ArenaClient(url, token) as client:
-            runner = BotRunner(bot, client, transport, invitations)
+            runner = BotRunner(bot, client, transport, invitations, challenges)
             try:
                 await runner.run()
             except asyncio.CancelledError:
@@ -441,4 +504,5 @@ def run_bot(
 def play_command(args: argparse.Namespace) -> None:
     if not args.token:
         raise ValueError("play needs the bot's token: --token T or WIZARD_ARENA_TOKEN (from `wizard-arena register NAME`)")
-    run_bot(load_bot(args.bot), args.url, args.token, args.transport, args.log_level, args.invitations)
+    run_bot(load_bot(args.bot), args.url, args.token, args.transport, args.log_level, args.invitations,
+            args.challenges)

@@ -2,21 +2,24 @@
 once enough have accepted. Declined, accepted and played to the end; an open challenge; expiry
 (on reading, and by the workers' clock, which frees the challenger's creation limit); a bot
 that refuses challenges; bad input refused with its code, changing nothing; racing accepts
-making one match; the challenge on the challenged bot's turn stream; the REST mirror.
+making one match; the challenge on the challenged bot's turn stream; the REST mirror; and
+``wizard-arena play --challenges``, which answers them and plays their match.
 
 Real API and worker processes on the test Redis; waits are bounded polls of the state."""
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from service.store.keys import bot_invited_channel
-from tests.service.arena_client import wait_for_subscription, wait_until
+from tests.service.arena_client import Process, wait_for_subscription, wait_until
 from tests.service.test_rest_api import ok, rest
 from tests.service.test_tournaments import Player
 
@@ -253,3 +256,30 @@ def test_the_rest_mirror(api: Any) -> None:
     ok(rest(api, "POST", f"/api/challenges/{played['id']}/accept", b))
     accepted = ok(rest(api, "POST", f"/api/challenges/{played['id']}/accept", c))
     assert accepted["status"] == "ACCEPTED" and accepted["matchId"]
+
+
+@pytest.mark.parametrize("transport", ["ws", "poll"])
+def test_wizard_arena_play_answers_challenges_and_plays_their_match(api: Any, tmp_path: Path, transport: str) -> None:
+    (a, _), (b, b_id), (c, c_id) = api.register(), api.register(), api.register()
+    pending = challenge(api, a, [b_id, c_id])  # waiting when the runners start
+    players = [
+        Process(["play", "--url", api.base, "--token", token, "--transport", transport, "--challenges", answer],
+                dict(os.environ), tmp_path / f"play-{answer}.log")
+        for token, answer in ((b, "accept"), (c, "bot"))  # the bot's own rule: sdk.Bot accepts any
+    ]
+    try:
+        accepted = wait_until(lambda: read(api, pending["id"])["status"] == "ACCEPTED" and read(api, pending["id"]),
+                              "the runners to accept the pending challenge", 20,
+                              explain=lambda: "\n".join(p.output() for p in players))
+        with Player(api, a) as pa:
+            wait_until(lambda: api.match(accepted["matchId"])["status"] == "FINISHED", "the match played out", 60,
+                       explain=lambda: "\n".join(p.output() for p in players))
+        assert not pa.errors
+        # one made while they run comes on their turn stream and is answered too
+        fresh = challenge(api, a, [b_id, c_id])
+        wait_until(lambda: read(api, fresh["id"])["status"] == "ACCEPTED", "the runners to accept a new challenge", 20,
+                   explain=lambda: "\n".join(p.output() for p in players))
+    finally:
+        for player in players:
+            player.stop()
+    assert "challenge" in players[0].output()
