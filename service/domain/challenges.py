@@ -262,10 +262,12 @@ class ChallengeService:
     async def _commit(self, read: Challenge, after: Challenge, actor: str | None) -> bool:
         """Store ``after`` if nobody changed ``read`` meanwhile. A change of status is told to
         every bot it involves but the one that made it; an OPEN challenge stays due at its
-        expiry, an ACCEPTED one until its match is made."""
+        expiry, an ACCEPTED one until its match is made; a bot answering an open challenge
+        lists it among its own from then on."""
         due = {ChallengeStatus.OPEN: after.expires_ms, ChallengeStatus.ACCEPTED: now_ms() + START_GRACE_MS}
         tell = [b for b in after.involves() if b != actor] if after.status is not read.status else []
-        return await self.store.commit(read, after, due.get(after.status), tell)
+        list_for = actor if actor is not None and not read.named and actor != read.challenger_id else None
+        return await self.store.commit(read, after, due.get(after.status), tell, list_for)
 
     async def _start(self, c: Challenge) -> None:
         """Make the match of an ACCEPTED challenge, every seat taken (again: nothing changes),

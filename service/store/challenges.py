@@ -52,9 +52,11 @@ return {1, 0}
 
 # Replace the challenge if its version is the one read; one that leaves OPEN leaves the
 # challenger's waiting and the open challenges; its due time moves (or it is no longer due);
-# the bots are told. Returns the new version, 0 when it changed meanwhile (-1: no such challenge).
-# KEYS: challenge, due, the challenger's waiting, open challenges.
-# ARGV: version read, data, id, '1' if it leaves OPEN, due (ms) or '', notice, then the channels.
+# a bot that answered an open challenge lists it (KEYS[5], when given); the bots are told.
+# Returns the new version, 0 when it changed meanwhile (-1: no such challenge).
+# KEYS: challenge, due, the challenger's waiting, open challenges[, the answering bot's list].
+# ARGV: version read, data, id, '1' if it leaves OPEN, due (ms) or '', notice, when it was made
+# (ms), listed per bot, then the channels.
 COMMIT_CHALLENGE = """
 local version = redis.call('HGET', KEYS[1], 'version')
 if not version then return -1 end
@@ -66,7 +68,11 @@ if ARGV[4] == '1' then
   redis.call('ZREM', KEYS[4], ARGV[3])
 end
 if ARGV[5] == '' then redis.call('ZREM', KEYS[2], ARGV[3]) else redis.call('ZADD', KEYS[2], ARGV[5], ARGV[3]) end
-for i = 7, #ARGV do redis.call('PUBLISH', ARGV[i], ARGV[6]) end
+if #KEYS > 4 then
+  redis.call('ZADD', KEYS[5], ARGV[7], ARGV[3])
+  redis.call('ZREMRANGEBYRANK', KEYS[5], 0, -tonumber(ARGV[8]) - 1)
+end
+for i = 9, #ARGV do redis.call('PUBLISH', ARGV[i], ARGV[6]) end
 return version
 """
 
@@ -104,14 +110,21 @@ class ChallengeStore:
         if made == -1:
             raise TooManyWaiting(int(float(earliest)))
 
-    async def commit(self, before: Challenge, after: Challenge, due_ms: int | None, tell: Sequence[str]) -> bool:
-        """Store ``after`` if the challenge is still at ``before``'s version, and tell the bots
-        ``tell``; False: it changed meanwhile (or is gone), decide again."""
+    async def commit(
+        self, before: Challenge, after: Challenge, due_ms: int | None, tell: Sequence[str], list_for: str | None = None
+    ) -> bool:
+        """Store ``after`` if the challenge is still at ``before``'s version, list it for the
+        bot ``list_for`` (one that answered an open challenge) and tell the bots ``tell``;
+        False: it changed meanwhile (or is gone), decide again."""
         leaves_open = before.status is ChallengeStatus.OPEN and after.status is not ChallengeStatus.OPEN
+        keys = [challenge_key(before.id), CHALLENGES_DUE, bot_waiting_key(before.challenger_id), OPEN_CHALLENGES]
+        if list_for is not None:
+            keys.append(bot_challenges_key(list_for))
         version = await self._commit(
-            keys=[challenge_key(before.id), CHALLENGES_DUE, bot_waiting_key(before.challenger_id), OPEN_CHALLENGES],
+            keys=keys,
             args=[before.version, orjson.dumps(after.to_dict()), before.id, "1" if leaves_open else "",
-                  "" if due_ms is None else due_ms, challenge_notice(before.id), *_channels(tell)],
+                  "" if due_ms is None else due_ms, challenge_notice(before.id), before.created_ms, LISTED_PER_BOT,
+                  *_channels(tell)],
         )
         return int(version) > 0
 

@@ -9,6 +9,7 @@ Real API and worker processes on the test Redis; waits are bounded polls of the 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 from collections.abc import Iterator
@@ -18,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from service.store.keys import bot_invited_channel
+from service.model.challenge import ChallengeAnswer
+from service.store.keys import CHALLENGES_DUE, bot_invited_channel
 from tests.service.arena_client import Process, wait_for_subscription, wait_until
 from tests.service.test_rest_api import ok, rest
 from tests.service.test_tournaments import Player
@@ -113,6 +115,7 @@ def test_an_open_challenge_is_taken_by_any_bot_whose_policy_does_not_refuse_it(a
     assert done["status"] == "ACCEPTED" and [x["id"] for x in done["accepted"]] == [b_id, c_id]
     assert api.error_code(ACCEPT, {"c": made["id"]}, e) == "CHALLENGE_NOT_OPEN"
     assert made["id"] not in listed(api, e)  # no longer open: not offered
+    assert made["id"] in listed(api, b, "ACCEPTED")  # but listed for the bots that answered it
 
 
 def test_a_challenge_expires_and_the_clock_frees_its_challengers_limit(start_api: Any, worker: Any) -> None:
@@ -283,3 +286,34 @@ def test_wizard_arena_play_answers_challenges_and_plays_their_match(api: Any, tm
         for player in players:
             player.stop()
     assert "challenge" in players[0].output()
+
+
+def test_a_match_its_accepting_process_did_not_make_is_made_by_the_clock_once(api: Any, services: Any,
+                                                                                 redis_client: Any) -> None:
+    """The last accept committed, and its process gone before making the match: the workers'
+    clock (its sweep, run here) makes it, every seat taken; sweeping again changes nothing."""
+    (a, a_id), (b, b_id), (_, c_id) = api.register(), api.register(), api.register()
+    made = challenge(api, a, [b_id, c_id])
+    api.data(ACCEPT, {"c": made["id"]}, b)
+
+    async def work() -> tuple[bool, bool, int, int, int]:
+        try:
+            svc = services.challenges
+            stored = await svc.store.load(made["id"])
+            last = stored.answered(c_id, "c", ChallengeAnswer.ACCEPTED, stored.created_ms + 1, None)
+            committed = await svc._commit(stored, last, c_id)  # ... and the process dies here
+            unmade = await services.matches.matches.load(last.match_id_to_be) is None
+            redis_client.zadd(CHALLENGES_DUE, {made["id"]: 0})  # (past the grace the clock leaves it)
+            swept = await svc.sweep()
+            version = (await services.matches.get(last.match_id_to_be)).version
+            await svc._start(last)  # made again (a second clock, say): nothing changes
+            return committed, unmade, swept, version, (await services.matches.get(last.match_id_to_be)).version
+        finally:
+            await services.close()
+
+    committed, unmade, swept, version, version_after = asyncio.run(work())
+    assert committed and unmade and swept >= 1 and version_after == version
+    final = read(api, made["id"])
+    assert final["status"] == "ACCEPTED" and final["match"]["status"] == "ACTIVE"
+    assert sorted(s["bot"]["id"] for s in final["match"]["seats"]) == sorted([a_id, b_id, c_id])
+    assert redis_client.zscore(CHALLENGES_DUE, made["id"]) is None  # no longer due
