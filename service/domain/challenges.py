@@ -8,7 +8,8 @@ and it alone turns the challenge ACCEPTED. The match's id and seed are fixed by 
 so making it twice (that process died in between and the workers' clock made it again)
 changes nothing. Expiry is derived on reading (:meth:`Challenge.seen`) and written by the
 workers' clock (:meth:`ChallengeService.sweep`), which frees the challenger's limit and tells
-the bots; every answer checks it in its compare-and-set.
+the bots; every answer is decided on the challenge as it stands then, and the clock's write
+and an answer decided just before the expiry cannot both apply (one loses the compare-and-set).
 """
 
 from __future__ import annotations

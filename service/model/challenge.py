@@ -122,8 +122,9 @@ class Challenge:
     def seen(self, now_ms: int) -> Challenge:
         """The challenge as it stands: one still OPEN at its expiry has EXPIRED. Derived on
         reading (the workers' clock also writes it, to free the challenger's limit and tell
-        the bots), so no reader sees an expired challenge as open, and every answer checks
-        it in the same compare-and-set."""
+        the bots), so no reader sees an expired challenge as open and no answer is decided
+        on one; the clock's write and an answer decided just before the expiry cannot both
+        apply (one loses the compare-and-set, and is decided again or seen next round)."""
         if self.status is ChallengeStatus.OPEN and now_ms >= self.expires_ms:
             return replace(self, status=ChallengeStatus.EXPIRED, closed_ms=self.expires_ms)
         return self
