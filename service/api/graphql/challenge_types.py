@@ -30,7 +30,7 @@ strawberry.enum(
 strawberry.enum(ChallengeAnswer, name="ChallengeAnswer", description="One bot's answer to a challenge.")
 
 
-@strawberry.type(description="A bot named in a challenge (or that answered an open one), with its answer.")
+@strawberry.type(description="A bot named in a challenge, with its answer.")
 class ChallengeReply:
     bot: Bot
     answer: ChallengeAnswer
