@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from service.domain.matches import COMMIT_ATTEMPTS, Caller, MatchService, NewMatch
 from service.domain.retirement import refuse_retired
 from service.errors import (
+    REDIS_AWAY,
     BadInput,
     ChallengeAnswered,
     ChallengeNotOpen,
@@ -292,16 +293,24 @@ class ChallengeService:
         match the accepting process did not make gets it. Idempotent; returns the handled."""
         handled = 0
         for challenge_id in await self.store.due(now_ms(), limit):
-            read = await self.store.load(challenge_id)
-            if read is None:
-                await self.store.not_due(challenge_id)
-            elif read.status is ChallengeStatus.ACCEPTED:
-                await self._start(read)
-            elif read.status is ChallengeStatus.OPEN:
-                seen = read.seen(now_ms())
-                if seen.status is ChallengeStatus.EXPIRED:  # (a race lost: the next round sees it again)
-                    await self._commit(read, seen, None)
-            else:
-                await self.store.not_due(challenge_id)
+            try:
+                await self._sweep_one(challenge_id)
+            except REDIS_AWAY:
+                raise  # the clock says so once, and goes round again
+            except Exception:  # one challenge's trouble holds up neither the others nor the clock
+                log.exception("challenge %s: the clock could not bring it up to date", challenge_id)
             handled += 1
         return handled
+
+    async def _sweep_one(self, challenge_id: str) -> None:
+        read = await self.store.load(challenge_id)
+        if read is None:
+            await self.store.not_due(challenge_id)
+        elif read.status is ChallengeStatus.ACCEPTED:
+            await self._start(read)
+        elif read.status is ChallengeStatus.OPEN:
+            seen = read.seen(now_ms())
+            if seen.status is ChallengeStatus.EXPIRED:  # (a race lost: the next round sees it again)
+                await self._commit(read, seen, None)
+        else:
+            await self.store.not_due(challenge_id)
