@@ -52,7 +52,7 @@ from service.api.graphql.types import (
     match_type,
 )
 from service.domain.invitations import InvitationToTournament
-from service.domain.matches import Caller, NewMatch, TurnWait, WaitEnd
+from service.domain.matches import MOVE_DEBUG_MAX_BYTES, Caller, NewMatch, TurnWait, WaitEnd
 from service.domain.ratings import RatingMethod
 from service.domain.tournaments import NewTournament
 from service.errors import BadInput, NotFound
@@ -346,9 +346,22 @@ class Mutation:
         match_id: Annotated[strawberry.ID, strawberry.argument(name="matchId")],
         move: Annotated[MoveInput, strawberry.argument(name="move")],
         expected_version: Annotated[int | None, strawberry.argument(name="expectedVersion")] = None,
+        debug: Annotated[
+            str | None,
+            strawberry.argument(
+                name="debug",
+                description=f"What the bot's program wrote while deciding (its stderr, say), at most "
+                f"{MOVE_DEBUG_MAX_BYTES} bytes in UTF-8 (BAD_INPUT above). Kept with the move and shown to this bot "
+                "alone, in the moveNotes of the finished match's record (GET /api/matches/{id}/record with its "
+                "token); never to another bot, a spectator or in the archive's exports. A seat keeps at most "
+                "ARENA_MATCH_DEBUG_BYTES_PER_SEAT bytes over a match; past it the rest is cut off.",
+            ),
+        ] = None,
     ) -> Match:
         caller = await info.context.caller()
-        live = await info.context.services.matches.submit_move(caller, str(match_id), move.to_dict(), expected_version)
+        live = await info.context.services.matches.submit_move(
+            caller, str(match_id), move.to_dict(), expected_version, debug
+        )
         return _for(live, caller)
 
     @strawberry.mutation(description="Schedules a tournament (the workers start it at startsAt).")
