@@ -22,11 +22,24 @@ import inspect
 import random
 import sys
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from wizard import HOUSE_BOTS, MatchView, Move, Phase
+
+if TYPE_CHECKING:
+    from sdk.client import Match
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A bot's answer to a turn: the move, and the debug text to keep with it (shown to the
+    bot's owner alone, in the match's record: ``submitMove(debug:)``)."""
+
+    move: Move
+    debug: str | None = None
 
 
 class Bot:
@@ -61,6 +74,22 @@ class Bot:
         if view.phase is Phase.BID:
             return self.bid(view)
         return self.play(view)
+
+    def decide(self, match: Match, until: float) -> Decision:
+        """The runner's call for each turn: ``match`` is the whole ``Match`` the API answered,
+        ``until`` the ``time.monotonic()`` by which to answer. By default :meth:`act` on the
+        engine's view, with no debug text; a bot that needs more (the GraphQL fields
+        themselves, debug text) overrides this."""
+        return Decision(self.act(match.view, match.id))
+
+    def retry(self, match: Match, refused: Move, code: str, message: str, until: float) -> Decision | None:
+        """The server refused ``refused`` (``code``, ``message``: ``ILLEGAL_MOVE``, say): another
+        move for the same turn, or None to leave the turn to the server's move at the deadline
+        (the default: a Python bot that answered an illegal move would answer it again)."""
+        return None
+
+    def close(self) -> None:
+        """The runner stops: let go of what the bot holds (a program it runs, say)."""
 
     @property
     def label(self) -> str:
