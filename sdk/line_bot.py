@@ -56,6 +56,8 @@ DEBUG_MAX_BYTES = 4096
 #: wrong answers (a line that is no move, a move the server refused) after which the SDK
 #: stops asking for the turn
 ANSWERS_PER_TURN = 3
+#: stderr kept for one turn (for the terminal; a move sends the first DEBUG_MAX_BYTES)
+STDERR_KEPT_BYTES = 64 * 1024
 #: the longest line read from the program (a longer one is a wrong answer)
 LINE_MAX_BYTES = 1 << 20
 #: time the program is given to exit when the runner stops, before it is killed
@@ -187,8 +189,8 @@ class LineBot(Bot):
                 self._selector.unregister(key.fileobj)
                 self._out_closed = self._out_closed or name == "out"
                 continue
-            if name == "err":
-                self._stderr += chunk
+            if name == "err":  # kept up to a bound (a move sends less still); the rest is read and dropped
+                self._stderr += chunk[: max(0, STDERR_KEPT_BYTES - len(self._stderr))]
                 continue
             partial = self._partial["out"]
             partial += chunk
@@ -243,9 +245,10 @@ class LineBot(Bot):
 
     def retry(self, match: Match, refused: Move, code: str, message: str, until: float) -> Decision | None:
         key = (match.id, match.version)
-        self._wrong[key] = self._wrong.get(key, 0) + 1
-        if self._wrong[key] >= ANSWERS_PER_TURN:
-            log.error("match %s: %d wrong answers to one turn: the server makes the move", match.id, self._wrong[key])
+        with self._lock:
+            wrong = self._wrong[key] = self._wrong.get(key, 0) + 1
+        if wrong >= ANSWERS_PER_TURN:
+            log.error("match %s: %d wrong answers to one turn: the server makes the move", match.id, wrong)
             return None
         return self._exchange(match, _error(match, code, message, refused.to_dict()), until)
 
@@ -253,12 +256,14 @@ class LineBot(Bot):
         """Writes ``message`` and reads the program's move, answering lines that are no move with
         an error line; raises ``TimeoutError`` at ``until``, ``RuntimeError`` after too many."""
         key = (match.id, match.version)
-        if message["type"] == "turn":
-            self._wrong = {k: n for k, n in self._wrong.items() if k[0] != match.id}  # a new turn of the match
         with self._lock:
+            if message["type"] == "turn":  # a new turn of the match: its earlier turns' counts go
+                self._wrong = {k: n for k, n in self._wrong.items() if k[0] != match.id}
             while True:
                 if self._closed:
                     raise RuntimeError("the runner is stopping")
+                if time.monotonic() >= until:  # its clock ran out while other matches' turns had the program
+                    raise TimeoutError(f"the move clock ran out before {self.command} was free")
                 if self._process is None:
                     wait = self._not_before - time.monotonic()
                     if wait > until - time.monotonic():

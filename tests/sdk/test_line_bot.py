@@ -155,3 +155,16 @@ def test_a_command_that_cannot_run_is_said_at_once():
         LineBot("/nonexistent/bot --fast").start()
     with pytest.raises(ValueError, match="--cmd is empty"):
         LineBot("  ")
+
+
+def test_turns_of_several_matches_at_once_go_to_the_program_one_at_a_time(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    bot = program(tmp_path, "time.sleep(0.05)\nsend({'bid': int(msg['matchId'][1:]) % 2, 'matchId': msg['matchId']})")
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            decisions = list(pool.map(lambda n: bot.decide(a_turn(f"m{n}"), time.monotonic() + 5), range(6)))
+        assert [d.move for d in decisions] == [Move(bid=n % 2) for n in range(6)]
+        assert sorted(line["matchId"] for line in seen(tmp_path)) == [f"m{n}" for n in range(6)]
+    finally:
+        bot.close()
