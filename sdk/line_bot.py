@@ -19,13 +19,15 @@ The protocol (README, "Bots in any language"):
   asking and the server makes the move at the deadline.
 - Too slow: the move clock decides. At ``moveTimeoutMs`` the SDK stops waiting and the
   server makes the move; the program's late answer, when it comes, is read and dropped (the
-  SDK counts the lines it is owed, so a late answer is never taken for the next turn's).
+  SDK counts the lines it is owed, so a late answer is never taken for the next turn's). A
+  program owing answers to :data:`UNANSWERED_MOST` lines is taken for hung: it is killed and
+  started again.
 - What the program writes to stderr while a turn waits for its answer (up to the answer and
   what is already written when it comes) is that move's debug text: sent with the move
   (``submitMove(debug:)``, its first 4096 bytes) and shown to the bot's owner alone, in the
   match's record. It is also logged on the terminal. Stderr written between turns is only
   logged.
-- A program that exits or crashes is started again, after a back-off that doubles from
+- A program that exits or crashes is started again when a line is next due to it, after a back-off that doubles from
   half a second to 30 seconds (reset by an answer), said on the terminal; a turn it left
   unanswered is written to the new process when the move clock still has room.
 """
@@ -37,6 +39,7 @@ import logging
 import os
 import selectors
 import shlex
+import signal
 import subprocess
 import threading
 import time
@@ -56,6 +59,9 @@ DEBUG_MAX_BYTES = 4096
 #: wrong answers (a line that is no move, a move the server refused) after which the SDK
 #: stops asking for the turn
 ANSWERS_PER_TURN = 3
+#: lines a program may leave unanswered (turns it let pass) before it is taken for hung and
+#: started again, rather than sent more lines it will not read
+UNANSWERED_MOST = 3
 #: stderr kept for one turn (for the terminal; a move sends the first DEBUG_MAX_BYTES)
 STDERR_KEPT_BYTES = 64 * 1024
 #: the longest line read from the program (a longer one is a wrong answer)
@@ -168,11 +174,11 @@ class LineBot(Bot):
                 process.stdin.close()
             process.wait(EXIT_GRACE_SECONDS)
         except (OSError, subprocess.TimeoutExpired):
-            process.terminate()
+            _signal(process, signal.SIGTERM)
             try:
                 process.wait(EXIT_GRACE_SECONDS)
             except subprocess.TimeoutExpired:
-                process.kill()
+                _signal(process, signal.SIGKILL)
                 process.wait()
 
     # ------------------------------------------------------------------ reading and writing
@@ -273,6 +279,11 @@ class LineBot(Bot):
                     self._start()
                 self._drain(0)
                 self._flush_stderr("between turns")
+                if self._owed >= UNANSWERED_MOST:
+                    log.error("%s has not answered its last %d lines: taken for hung, it is stopped", self.command, self._owed)
+                    _signal(self._process, signal.SIGKILL)
+                    self._gone()
+                    continue
                 try:
                     self._write(message)
                     line = self._answer(until)
@@ -304,6 +315,17 @@ class LineBot(Bot):
         if len(encoded) > DEBUG_MAX_BYTES:
             text = encoded[:DEBUG_MAX_BYTES].decode("utf-8", "ignore")
         return text
+
+
+def _signal(process: subprocess.Popen[bytes] | None, sig: signal.Signals) -> None:
+    """Sends ``sig`` to the program and whatever it started (its process group: it was started
+    in a session of its own), so that ``sh -c`` wrappers do not leave their children behind."""
+    if process is None or process.poll() is not None:
+        return
+    try:
+        os.killpg(process.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        process.send_signal(sig)
 
 
 def _move_of(line: bytes) -> Move:

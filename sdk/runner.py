@@ -424,14 +424,19 @@ class BotRunner:
         log.info("match %s %s: %s; won by %s", match.id, match.status.lower(), scores_text([s.score for s in view.seats], labels), winners)
 
 
+def configure_logging(log_level: str) -> None:
+    """The terminal's log of ``wizard-arena play``: the runner's and the bot's lines, not the HTTP libraries'."""
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(message)s")
+    for noisy in ("httpx", "httpcore", "websockets"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
 def run_bot(
     bot: Bot, url: str, token: str, transport: str = "auto", log_level: str = "info", invitations: str | None = None
 ) -> None:
     """Plays ``bot`` on the server at ``url`` until interrupted (Ctrl-C or SIGTERM), logging
     each decision: what ``wizard-arena play`` does."""
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(message)s")
-    for noisy in ("httpx", "httpcore", "websockets"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    configure_logging(log_level)
     abandoned = False
 
     async def main() -> None:
@@ -474,6 +479,7 @@ def play_command(args: argparse.Namespace) -> None:
         from sdk.line_bot import LineBot
 
         bot = LineBot(args.cmd)
+        configure_logging(args.log_level)  # before the start, which it logs
         bot.start()  # a command that cannot run is said now, not at the first turn
     else:
         bot = load_bot(args.bot)

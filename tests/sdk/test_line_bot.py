@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sdk.client import Match
-from sdk.line_bot import ANSWERS_PER_TURN, DEBUG_MAX_BYTES, LineBot
+from sdk.line_bot import ANSWERS_PER_TURN, DEBUG_MAX_BYTES, UNANSWERED_MOST, LineBot
 from wizard import MatchConfig, Move, new_match
 
 
@@ -166,5 +166,22 @@ def test_turns_of_several_matches_at_once_go_to_the_program_one_at_a_time(tmp_pa
             decisions = list(pool.map(lambda n: bot.decide(a_turn(f"m{n}"), time.monotonic() + 5), range(6)))
         assert [d.move for d in decisions] == [Move(bid=n % 2) for n in range(6)]
         assert sorted(line["matchId"] for line in seen(tmp_path)) == [f"m{n}" for n in range(6)]
+    finally:
+        bot.close()
+
+
+def test_a_program_that_owes_too_many_answers_is_taken_for_hung_and_started_again(tmp_path):
+    marker = tmp_path / "hung-once"
+    bot = program(
+        tmp_path,
+        f"if not os.path.exists({str(marker)!r}):\n    open({str(marker)!r}, 'w').close(); time.sleep(60)\n" + FIRST_LEGAL,
+    )
+    try:
+        for _ in range(UNANSWERED_MOST):  # each turn passes unanswered; the lines pile up unread
+            with pytest.raises(TimeoutError):
+                bot.decide(a_turn(), time.monotonic() + 0.2)
+        decision = bot.decide(a_turn("after"), time.monotonic() + 5)  # to a new process
+        assert decision.move == Move(bid=0)
+        assert seen(tmp_path)[-1]["matchId"] == "after"
     finally:
         bot.close()
