@@ -27,19 +27,41 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, cast
 
+from contract import MOVE_DEBUG_MAX_BYTES
 from wizard import HOUSE_BOTS, MatchView, Move, Phase
 
 if TYPE_CHECKING:
     from sdk.client import Match
 
 
+#: the most debug text one move carries, UTF-8 bytes (the server's limit: ``submitMove(debug:)``)
+DEBUG_MAX_BYTES = MOVE_DEBUG_MAX_BYTES
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
     """A bot's answer to a turn: the move, and the debug text to keep with it (shown to the
-    bot's owner alone, in the match's record: ``submitMove(debug:)``)."""
+    bot's owner alone, in the match's record: ``submitMove(debug:)``), cut to its first
+    :data:`DEBUG_MAX_BYTES` bytes (no character split); empty text is none.
+
+    >>> Decision(Move(bid=1), "é" * 3000).debug == "é" * 2048
+    True
+    """
 
     move: Move
     debug: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.debug:
+            object.__setattr__(self, "debug", None)
+            return
+        # (a lone surrogate, which no UTF-8 holds and the server refuses, becomes "?")
+        cut = self.debug.encode("utf-8", "replace")[:DEBUG_MAX_BYTES].decode("utf-8", "ignore")
+        object.__setattr__(self, "debug", cut or None)
+
+    def then(self, later: Decision) -> Decision:
+        """``later``'s move with the debug text of both (a turn answered again after a refusal)."""
+        return Decision(later.move, "".join(d for d in (self.debug, later.debug) if d) or None)
 
 
 class Bot:

@@ -54,8 +54,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("wizard_arena.bot")
 
-#: the most debug text one move carries (the server's limit: ``submitMove(debug:)``)
-DEBUG_MAX_BYTES = 4096
 #: wrong answers (a line that is no move, a move the server refused) after which the SDK
 #: stops asking for the turn
 ANSWERS_PER_TURN = 3
@@ -304,17 +302,14 @@ class LineBot(Bot):
                     message = _error(match, "BAD_INPUT", str(e), line.decode("utf-8", "replace"))
 
     def _take_debug(self, match_id: str) -> str | None:
-        """This move's stderr, logged, as the debug text to send (its first 4096 bytes)."""
+        """This move's stderr, logged, as the debug text to send (the first DEBUG_MAX_BYTES of it)."""
         if not self._stderr:
             return None
         text = self._stderr.decode("utf-8", "replace")
         self._stderr.clear()
         for line in text.splitlines():
             log.info("match %s: %s stderr: %s", match_id, self.command, line)
-        encoded = text.encode()
-        if len(encoded) > DEBUG_MAX_BYTES:
-            text = encoded[:DEBUG_MAX_BYTES].decode("utf-8", "ignore")
-        return text
+        return text  # Decision cuts it to DEBUG_MAX_BYTES
 
 
 def _signal(process: subprocess.Popen[bytes] | None, sig: signal.Signals) -> None:

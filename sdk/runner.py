@@ -386,7 +386,7 @@ class BotRunner:
                     retry = functools.partial(self.bot.retry, match, move, e.code, e.message, until)
                     again = await self._decision(where, until, retry)
                     if again is not None:
-                        decision = again
+                        decision = decision.then(again)  # the debug text of the whole turn goes with the move
                         log.info("%s: %s answered again: %s", where, self.bot.label, decision.move)
                         continue
                 return None

@@ -25,6 +25,7 @@ from typing import Any
 
 import orjson
 
+from contract import MOVE_DEBUG_MAX_BYTES
 from service import logs
 from service.domain.retirement import refuse_retired
 from service.errors import BadInput, Forbidden, LimitExceeded, MatchNotActive, NotFound, ServiceError, StaleVersion
@@ -45,9 +46,6 @@ log = logging.getLogger("wizard_arena.matches")
 COMMIT_ATTEMPTS = 50
 #: Longest single wait for the feed (waits without an end loop over it).
 WAIT_SLICE_S = 60.0
-#: The most debug text (UTF-8 bytes) one move may carry (``submitMove(debug:)``): part of the
-#: API's contract, so that a client can cut its text to it without asking the server.
-MOVE_DEBUG_MAX_BYTES = 4096
 
 
 #: how much lower the SEARCH processes' scheduling priority is than the service's (nice)

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from sdk.bot import DEBUG_MAX_BYTES, Decision
 from sdk.client import Match
-from sdk.line_bot import ANSWERS_PER_TURN, DEBUG_MAX_BYTES, UNANSWERED_MOST, LineBot
+from sdk.line_bot import ANSWERS_PER_TURN, UNANSWERED_MOST, LineBot
 from wizard import MatchConfig, Move, new_match
 
 
@@ -185,3 +186,12 @@ def test_a_program_that_owes_too_many_answers_is_taken_for_hung_and_started_agai
         assert seen(tmp_path)[-1]["matchId"] == "after"
     finally:
         bot.close()
+
+
+def test_a_turn_answered_again_sends_the_debug_text_of_both_answers_within_the_limit():
+    first, second = Decision(Move(bid=9), "tried 9\n"), Decision(Move(bid=0), "then 0\n")
+    assert first.then(second) == Decision(Move(bid=0), "tried 9\nthen 0\n")
+    assert Decision(Move(bid=0)).then(Decision(Move(bid=1))).debug is None
+    long = Decision(Move(bid=9), "x" * 4000).then(Decision(Move(bid=0), "y" * 4000))
+    assert long.debug == "x" * 4000 + "y" * (DEBUG_MAX_BYTES - 4000)
+    assert Decision(Move(bid=0), "\ud800 odd").debug == "? odd"  # what the server can store

@@ -16,7 +16,7 @@ from strawberry.types import ExecutionContext, ExecutionResult, Info
 from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType
 
-from contract import MATCH, Shape
+from contract import MATCH, MOVE_DEBUG_MAX_BYTES, Shape
 from service.api.graphql.context import RequestContext
 from service.api.graphql.documents import DocumentCache, Documents
 from service.api.graphql.errors import ErrorCodes
@@ -52,7 +52,7 @@ from service.api.graphql.types import (
     match_type,
 )
 from service.domain.invitations import InvitationToTournament
-from service.domain.matches import MOVE_DEBUG_MAX_BYTES, Caller, NewMatch, TurnWait, WaitEnd
+from service.domain.matches import Caller, NewMatch, TurnWait, WaitEnd
 from service.domain.ratings import RatingMethod
 from service.domain.tournaments import NewTournament
 from service.errors import BadInput, NotFound
