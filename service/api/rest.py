@@ -287,7 +287,8 @@ def routes(services_of: Callable[[Request], Services]) -> list[Route]:
             raise NotFound("exports read the archive, and this server has none: set DATABASE_URL")
         if await services.bots.get(bot_id) is None:
             raise NotFound(f"no bot {bot_id!r}")
-        chunks = bot_records(services.archive, bot_id, where)
+        # the bot itself gets its records with the debug text of its moves, as its match records show them
+        chunks = bot_records(services.archive, bot_id, where, with_debug=caller is not None and caller.bot_id == bot_id)
         # the first chunk before the answer starts: a database that cannot answer is an error
         # response, not an empty export
         try:

@@ -153,8 +153,9 @@ OPERATIONS: list[Operation] = [
     Operation(
         "GET", "/api/bots/{id}/records", "botRecords", "Export a bot's finished matches' records (NDJSON)", BOTS,
         "query($id: ID!, $since: String, $until: String, $ruleset: Ruleset) { bot(id: $id) { id } }", direct=True,
-        description="Newest first, one record a line, each as GET /api/matches/{id}/record answers it. `since` "
-                    "(inclusive) and `until` (exclusive): ISO 8601 or milliseconds since the epoch.",
+        description="Newest first, one record a line, each as GET /api/matches/{id}/record answers it (so with "
+                    "the bot's own token, with the debug text of its moves). `since` (inclusive) and `until` "
+                    "(exclusive): ISO 8601 or milliseconds since the epoch.",
         response={"application/x-ndjson": {"schema": {"type": "string"}}},
     ),
     # ------------------------------------------------------------------ matches

@@ -29,7 +29,7 @@ from contract import MOVE_DEBUG_MAX_BYTES
 from service import logs
 from service.domain.retirement import refuse_retired
 from service.errors import BadInput, Forbidden, LimitExceeded, MatchNotActive, NotFound, ServiceError, StaleVersion
-from service.model.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder
+from service.model.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder, put_debug
 from service.settings import Settings
 from service.store.bots import BotStore
 from service.store.clock import now_ms
@@ -173,13 +173,9 @@ def add_own_debug(record: dict[str, Any], match: LiveMatch, bot_id: str) -> None
     debug text: the record as that bot alone may read it. The published record (the archive's,
     the exports) never holds it."""
     notes = record.get("moveNotes")
-    if notes is None:
-        return
-    for seat, holder in enumerate(match.seats):
-        if holder is not None and holder.house is None and holder.id == bot_id:
-            for index, text in match.debug_of(seat).items():
-                if index < len(notes):
-                    notes[index]["debug"] = text
+    if notes is not None:
+        own = {seat for seat, h in enumerate(match.seats) if h is not None and h.house is None and h.id == bot_id}
+        put_debug(notes, match.debug, own)
 
 
 def check_debug(debug: object) -> None:

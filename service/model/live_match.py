@@ -28,6 +28,7 @@ when its seat's view has changed since the version it read (:meth:`LiveMatch.sta
 from __future__ import annotations
 
 import json
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -222,10 +223,6 @@ class LiveMatch:
         """How many bytes (UTF-8) of debug text ``seat`` has had kept in this match."""
         return sum(len(text.encode()) for _, s, text in self.debug if s == seat)
 
-    def debug_of(self, seat: int) -> dict[int, str]:
-        """The debug text kept with ``seat``'s moves, by move index (the engine's order)."""
-        return {index: text for index, s, text in self.debug if s == seat}
-
     def bot_ids(self) -> set[str]:
         return {h.id for h in self.seats if h is not None and h.house is None}
 
@@ -391,4 +388,12 @@ class LiveMatch:
         )
 
 
-__all__ = ["HouseBotKind", "LiveMatch", "MatchSettings", "MatchStatus", "Phase", "SeatHolder"]
+def put_debug(notes: list[dict[str, Any]], debug: Iterable[Sequence[Any]], seats: Container[int]) -> None:
+    """Puts each ``(move index, seat, text)`` of ``debug`` whose seat is in ``seats`` into the
+    record's ``moveNotes`` (``notes``) as ``"debug"``: the record as those seats' bot reads it."""
+    for index, seat, text in debug:
+        if seat in seats and 0 <= index < len(notes):
+            notes[index]["debug"] = text
+
+
+__all__ = ["HouseBotKind", "LiveMatch", "MatchSettings", "MatchStatus", "Phase", "SeatHolder", "put_debug"]

@@ -2,7 +2,7 @@
 starters of examples/ (node, and shell with jq) as users run them, each in its own process,
 through a whole match against house bots; what each wrote to stderr is in its own record and
 nowhere else (not the other's record, not a spectator's, not the live views, not after
-archiving, not in the export). A program that answers garbage, makes an illegal move or crashes
+archiving, not in anyone else's export). A program that answers garbage, makes an illegal move or crashes
 is handled as the README says; a move's debug text over its limit is refused."""
 
 from __future__ import annotations
@@ -112,12 +112,21 @@ def test_the_node_and_the_shell_starters_play_a_match_and_only_each_sees_its_own
     # once archived and gone from Redis, the records come from the archive and say the same
     wait_until(lambda: not redis_client.exists(match_key(match_id)), "the match to leave Redis after archiving", timeout=90)
     check(lambda token: record(api, match_id, token))
-    for bot_id in (node_id, sh_id):
-        exported = [orjson.loads(line) for line in api.http.get(f"/api/bots/{bot_id}/records").text.splitlines()]
-        [mine] = [r for r in exported if r["matchId"] == match_id]
-        assert debug_by_seat(mine) == {}
+    # the export: the bot's own, with its token, as its record; anyone else's, none
+    for bot_id, token, other in ((node_id, node_token, sh_token), (sh_id, sh_token, node_token)):
+        assert exported(api, bot_id, match_id, token) == record(api, match_id, token)
+        assert debug_by_seat(exported(api, bot_id, match_id, None)) == {}
+        assert debug_by_seat(exported(api, bot_id, match_id, other)) == {}
     logs = [p.output() for p in processes]
     assert all("stderr: turn round" in log and "ERROR" not in log for log in logs), logs
+
+
+def exported(api: Api, bot_id: str, match_id: str, token: str | None) -> dict[str, Any]:
+    """The match's record in the bot's export, as ``token``'s bot (None: anyone) reads it."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    lines = api.http.get(f"/api/bots/{bot_id}/records", headers=headers).text.splitlines()
+    [found] = [r for r in map(orjson.loads, lines) if r["matchId"] == match_id]
+    return found  # type: ignore[no-any-return]
 
 
 FAULTY = r'''

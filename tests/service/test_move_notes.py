@@ -115,7 +115,7 @@ def test_debug_text_follows_the_events_and_is_stored_with_the_match():
     stored = LiveMatch.from_stored(
         writer.id, writer.version, writer.settings.to_json().encode(), state_to_bytes(writer.state), writer.live_json()
     )
-    assert stored.debug == writer.debug and stored.debug_of(1) == writer.debug_of(1)
+    assert stored.debug == writer.debug
     while not stored.ended:
         seat, action = first_action(stored)
         stored.play(seat, action, "house", now_ms())

@@ -352,8 +352,9 @@ class Mutation:
                 name="debug",
                 description=f"What the bot's program wrote while deciding (its stderr, say), at most "
                 f"{MOVE_DEBUG_MAX_BYTES} bytes in UTF-8 (BAD_INPUT above). Kept with the move and shown to this bot "
-                "alone, in the moveNotes of the finished match's record (GET /api/matches/{id}/record with its "
-                "token); never to another bot, a spectator or in the archive's exports. A seat keeps at most "
+                "alone, in the moveNotes of the finished match's record (GET /api/matches/{id}/record and its "
+                "export GET /api/bots/{id}/records, with its token); never to another bot or a spectator, live or "
+                "after the match. A seat keeps at most "
                 "ARENA_MATCH_DEBUG_BYTES_PER_SEAT bytes over a match; past it the rest is cut off.",
             ),
         ] = None,
