@@ -90,8 +90,8 @@ class LineBot(Bot):
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._selector: selectors.BaseSelector | None = None
-        #: bytes of an unfinished line, per stream ("out", "err")
-        self._partial: dict[str, bytearray] = {"out": bytearray(), "err": bytearray()}
+        #: the bytes of stdout's unfinished line
+        self._partial = bytearray()
         #: complete stdout lines not yet taken
         self._lines: deque[bytes] = deque()
         #: stderr read since the current turn was written
@@ -132,7 +132,7 @@ class LineBot(Bot):
             os.set_blocking(stream.fileno(), False)
             selector.register(stream, selectors.EVENT_READ, name)
         self._process, self._selector = process, selector
-        self._partial = {"out": bytearray(), "err": bytearray()}
+        self._partial = bytearray()
         self._lines.clear()
         self._owed = 0
         self._out_closed = False
@@ -146,6 +146,8 @@ class LineBot(Bot):
         self._drain(0)
         self._flush_stderr("as it exited")
         self._release()
+        if self._closed:  # stopped by close(): nothing to start again
+            return
         delay = min(self._most_restart, self._first_restart * 2**self._restarts)
         self._restarts += 1
         self._not_before = time.monotonic() + delay
@@ -196,11 +198,10 @@ class LineBot(Bot):
             if name == "err":  # kept up to a bound (a move sends less still); the rest is read and dropped
                 self._stderr += chunk[: max(0, STDERR_KEPT_BYTES - len(self._stderr))]
                 continue
-            partial = self._partial["out"]
-            partial += chunk
-            *complete, rest = partial.split(b"\n")
+            self._partial += chunk
+            *complete, rest = self._partial.split(b"\n")
             self._lines.extend(bytes(line) for line in complete)
-            self._partial["out"] = bytearray(rest[-LINE_MAX_BYTES:]) if len(rest) > LINE_MAX_BYTES else bytearray(rest)
+            self._partial = rest[-LINE_MAX_BYTES:]  # a longer line is cut, so no answer
 
     def _write(self, message: dict[str, Any]) -> None:
         process = self._process
@@ -262,7 +263,7 @@ class LineBot(Bot):
         key = (match.id, match.version)
         with self._lock:
             if message["type"] == "turn":  # a new turn of the match: its earlier turns' counts go
-                self._wrong = {k: n for k, n in self._wrong.items() if k[0] != match.id}
+                self._wrong = {k: n for k, n in self._wrong.items() if k[0] != match.id and len(self._wrong) < 10_000}
             while True:
                 if self._closed:
                     raise RuntimeError("the runner is stopping")

@@ -14,7 +14,7 @@ import pytest
 
 from sdk.bot import DEBUG_MAX_BYTES, Decision
 from sdk.client import Match
-from sdk.line_bot import ANSWERS_PER_TURN, UNANSWERED_MOST, LineBot
+from sdk.line_bot import ANSWERS_PER_TURN, EXIT_GRACE_SECONDS, UNANSWERED_MOST, LineBot
 from wizard import MatchConfig, Move, new_match
 
 
@@ -195,3 +195,14 @@ def test_a_turn_answered_again_sends_the_debug_text_of_both_answers_within_the_l
     long = Decision(Move(bid=9), "x" * 4000).then(Decision(Move(bid=0), "y" * 4000))
     assert long.debug == "x" * 4000 + "y" * (DEBUG_MAX_BYTES - 4000)
     assert Decision(Move(bid=0), "\ud800 odd").debug == "? odd"  # what the server can store
+
+
+def test_closing_ends_the_program_by_closing_its_stdin(tmp_path):
+    bot = program(tmp_path, FIRST_LEGAL)
+    bot.decide(a_turn(), time.monotonic() + 5)
+    process = bot._process
+    assert process is not None
+    started = time.monotonic()
+    bot.close()
+    assert process.poll() == 0  # it read to the end of its input and exited by itself
+    assert time.monotonic() - started < EXIT_GRACE_SECONDS
