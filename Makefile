@@ -13,8 +13,11 @@ HOST ?= 127.0.0.1
 # here when it is missing and we may (root with apt-get, as in CI); elsewhere that test is
 # skipped and says how to install it. Node clients install their own packages (tests/clients).
 CHROMIUM ?= /usr/bin/chromium
+# The shell starter bot (examples/line_bot.sh) reads its turns with jq: Debian's jq package,
+# installed the same way when it is missing (tests/service/test_line_bots.py skips without it).
+JQ ?= /usr/bin/jq
 
-.PHONY: setup lint test test-fast test-service run bench compiled clean browser lock
+.PHONY: setup lint test test-fast test-service run bench compiled clean browser jq lock
 
 # The server's whole dependency tree from requirements/lock.txt, hashes checked, as the image
 # installs it: what the tests run is what ships. Then the dev tools, every one at its lower
@@ -36,6 +39,13 @@ browser:
 	fi
 	@[ -x $(CHROMIUM) ] || echo "no $(CHROMIUM): the GraphiQL browser test will be skipped (apt-get install chromium)"
 
+jq:
+	@if [ ! -x $(JQ) ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y -q jq || { apt-get update -q && apt-get install -y -q jq; }; \
+	fi
+	@[ -x $(JQ) ] || echo "no $(JQ): the shell starter bot's test will be skipped (apt-get install jq)"
+
 # ruff, then mypy: the whole project by pyproject.toml's settings, and the pure packages
 # (engine, ranking, contract) with --strict as they ship py.typed
 lint: setup
@@ -54,7 +64,7 @@ test: lint test-fast test-service
 test-fast: setup
 	$(BIN)/python -m pytest -n 2 $(FAST_TESTS)
 
-test-service: setup browser
+test-service: setup browser jq
 	$(BIN)/python -m pytest tests/service
 
 $(RUN_VENV)/bin/wizard-arena: pyproject.toml requirements/lock.txt

@@ -2,11 +2,11 @@
 :func:`run_bot` (or ``wizard-arena play``), or against other bots locally with
 ``wizard-arena tournament run``."""
 
-from sdk.bot import Bot, BotSpecError, HouseBotPlayer, load_bot
+from sdk.bot import Bot, BotSpecError, Decision, HouseBotPlayer, load_bot
 from sdk.client import ArenaClient, ArenaError, ArenaUnavailable, Match
 from sdk.runner import BotRunner, run_bot
 
 __all__ = [
-    "ArenaClient", "ArenaError", "ArenaUnavailable", "Bot", "BotRunner", "BotSpecError", "HouseBotPlayer",
+    "ArenaClient", "ArenaError", "ArenaUnavailable", "Bot", "BotRunner", "BotSpecError", "Decision", "HouseBotPlayer",
     "Match", "load_bot", "run_bot",
 ]

@@ -22,11 +22,46 @@ import inspect
 import random
 import sys
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
+from contract import MOVE_DEBUG_MAX_BYTES
 from wizard import HOUSE_BOTS, MatchView, Move, Phase
+
+if TYPE_CHECKING:
+    from sdk.client import Match
+
+
+#: the most debug text one move carries, UTF-8 bytes (the server's limit: ``submitMove(debug:)``)
+DEBUG_MAX_BYTES = MOVE_DEBUG_MAX_BYTES
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A bot's answer to a turn: the move, and the debug text to keep with it (shown to the
+    bot's owner alone, in the match's record: ``submitMove(debug:)``), cut to its first
+    :data:`DEBUG_MAX_BYTES` bytes (no character split); empty text is none.
+
+    >>> Decision(Move(bid=1), "é" * 3000).debug == "é" * 2048
+    True
+    """
+
+    move: Move
+    debug: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.debug:
+            object.__setattr__(self, "debug", None)
+            return
+        # (a lone surrogate, which no UTF-8 holds and the server refuses, becomes "?")
+        cut = self.debug.encode("utf-8", "replace")[:DEBUG_MAX_BYTES].decode("utf-8", "ignore")
+        object.__setattr__(self, "debug", cut or None)
+
+    def then(self, later: Decision) -> Decision:
+        """``later``'s move with the debug text of both (a turn answered again after a refusal)."""
+        return Decision(later.move, "".join(d for d in (self.debug, later.debug) if d) or None)
 
 
 class Bot:
@@ -67,6 +102,22 @@ class Bot:
         if view.phase is Phase.BID:
             return self.bid(view)
         return self.play(view)
+
+    def decide(self, match: Match, until: float) -> Decision:
+        """The runner's call for each turn: ``match`` is the whole ``Match`` the API answered,
+        ``until`` the ``time.monotonic()`` by which to answer. By default :meth:`act` on the
+        engine's view, with no debug text; a bot that needs more (the GraphQL fields
+        themselves, debug text) overrides this."""
+        return Decision(self.act(match.view, match.id))
+
+    def retry(self, match: Match, refused: Move, code: str, message: str, until: float) -> Decision | None:
+        """The server refused ``refused`` (``code``, ``message``: ``ILLEGAL_MOVE``, say): another
+        move for the same turn, or None to leave the turn to the server's move at the deadline
+        (the default: a Python bot that answered an illegal move would answer it again)."""
+        return None
+
+    def close(self) -> None:
+        """The runner stops: let go of what the bot holds (a program it runs, say)."""
 
     @property
     def label(self) -> str:

@@ -101,7 +101,14 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     play = commands.add_parser("play", help="run a bot against a server until stopped")
     _url_option(play)
     _token_option(play)
-    play.add_argument("--bot", default="heuristic", help="heuristic, random, search, module:Class or path/to/file.py:Class")
+    players = play.add_mutually_exclusive_group()
+    players.add_argument("--bot", default="heuristic", help="heuristic, random, search, module:Class or path/to/file.py:Class")
+    players.add_argument(
+        "--cmd", metavar="COMMAND",
+        help='a program in any language as the bot: each turn is one JSON line on its stdin, its move one JSON line '
+        'on its stdout, its stderr kept with the move for you (README: "Bots in any language"); split like a shell '
+        'line, e.g. --cmd "node examples/line_bot.mjs"',
+    )
     play.add_argument(
         "--transport", default="auto", choices=["auto", "ws", "poll"],
         help="ws: the myTurns subscription; poll: awaitTurn long-polls; auto: ws, polling where WebSockets fail",

@@ -438,14 +438,24 @@ class ArenaClient:
         data = await self.graphql(f"query($id: ID!) {{ match(id: $id) {{ {MATCH_FIELDS} }} }}", {"id": match_id})
         return None if data.get("match") is None else _match(data["match"])
 
-    async def submit_move(self, match_id: str, move: Move, expected_version: int | None = None) -> Moved:
+    async def submit_move(
+        self, match_id: str, move: Move, expected_version: int | None = None, debug: str | None = None
+    ) -> Moved:
         """The move made: the match's version and status just after it. A bot's next view comes
-        with its next turn; asking for the whole view back would cost the server as much again."""
-        data = await self.graphql(
-            "mutation($id: ID!, $move: MoveInput!, $v: Int) { submitMove(matchId: $id, move: $move, expectedVersion: $v) "
-            "{ version status } }",
-            {"id": match_id, "move": move.to_dict(), "v": expected_version},
-        )
+        with its next turn; asking for the whole view back would cost the server as much again.
+        ``debug`` (at most 4096 bytes of UTF-8) is kept with the move for this bot's eyes only."""
+        if debug is None:  # the document a server from before debug was kept reads too
+            data = await self.graphql(
+                "mutation($id: ID!, $move: MoveInput!, $v: Int) "
+                "{ submitMove(matchId: $id, move: $move, expectedVersion: $v) { version status } }",
+                {"id": match_id, "move": move.to_dict(), "v": expected_version},
+            )
+        else:
+            data = await self.graphql(
+                "mutation($id: ID!, $move: MoveInput!, $v: Int, $debug: String) "
+                "{ submitMove(matchId: $id, move: $move, expectedVersion: $v, debug: $debug) { version status } }",
+                {"id": match_id, "move": move.to_dict(), "v": expected_version, "debug": debug},
+            )
         moved = data.get("submitMove")
         if not isinstance(moved, dict):
             raise ArenaError("INTERNAL_ERROR", f"the server answered a move with {moved!r}")

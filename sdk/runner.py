@@ -24,19 +24,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import logging
 import os
 import random
 import signal
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from sdk.bot import Bot, load_bot
+from sdk.bot import Bot, Decision, load_bot
 from sdk.client import ArenaClient, ArenaError, ArenaUnavailable, Match, WebSocketsUnavailable, rate_limit_wait
 from sdk.render import scores_text, seat_labels, seats_text
-from wizard import MatchView, Move
 
 log = logging.getLogger("wizard_arena.bot")
 
@@ -52,6 +53,10 @@ DISCOVERY_PAUSE_SECONDS = 0.5
 DECIDED_MEMORY = 10_000
 #: threads for the bot's decisions: one per match deciding at once
 DECISION_THREADS = 32
+#: refusals after which a bot is not asked again for the same turn (:meth:`Bot.retry`)
+MOVE_ATTEMPTS = 3
+#: the refusals a bot may answer with another move (the move was wrong, the turn still stands)
+RETRIED_CODES = frozenset({"ILLEGAL_MOVE", "BAD_INPUT"})
 
 
 #: ``wizard-arena play --invitations``: the runner's answer to each invitation that comes while
@@ -130,12 +135,12 @@ class BotRunner:
         """Whether a decision of the bot is still running in a thread."""
         return self._running > 0
 
-    def _decide(self, view: MatchView, match_id: str) -> Move:
-        """The bot's move, in a decision thread."""
+    def _in_thread(self, decide: Callable[[], Decision | None]) -> Decision | None:
+        """One of the bot's decisions (``decide``), in a decision thread."""
         with self._running_lock:
             self._running += 1
         try:
-            return self.bot.act(view, match_id)
+            return decide()
         finally:
             with self._running_lock:
                 self._running -= 1
@@ -392,28 +397,41 @@ class BotRunner:
         where = f"match {match.id} v{match.version} round {view.round}/{view.rounds} {view.phase.value}"
         started = time.perf_counter()
         timeout = int(match.data.get("moveTimeoutMs") or 10_000) / 1000
+        until = time.monotonic() + timeout
+        decision = await self._decision(where, until, lambda: self.bot.decide(match, until))
+        if decision is None:
+            return None
+        log.info("%s: %s (%.0f ms)", where, decision.move, (time.perf_counter() - started) * 1000)
+        return await self._send(match, decision, where, until)
+
+    async def _decision(self, where: str, until: float, decide: Callable[[], Decision | None]) -> Decision | None:
+        """The bot's decision, made in a decision thread, given up at ``until`` (None: none made,
+        the server makes the move at the deadline)."""
         try:
-            decision = asyncio.get_running_loop().run_in_executor(self._executor, self._decide, view, match.id)
-            move = await asyncio.wait_for(decision, timeout)
-            if not isinstance(move, Move):
-                raise TypeError(f"{self.bot.label} answered {move!r}, not a wizard.Move")
+            future = asyncio.get_running_loop().run_in_executor(self._executor, self._in_thread, decide)
+            decision = await asyncio.wait_for(future, max(0.0, until - time.monotonic()))
+            if decision is not None and not isinstance(decision, Decision):
+                raise TypeError(f"{self.bot.label} answered {decision!r}, not an sdk.Decision")
         except TimeoutError:
             self.bot_errors += 1
-            log.error("%s: %s thought past the move timeout (%.1f s); the server moves for it", where, self.bot.label, timeout)
+            log.error("%s: %s thought past the move timeout; the server moves for it", where, self.bot.label)
             return None
         except Exception:
             self.bot_errors += 1
             log.exception("%s: %s raised; the server makes this move at the deadline", where, self.bot.label)
             return None
-        log.info("%s: %s (%.0f ms)", where, move, (time.perf_counter() - started) * 1000)
-        return await self._send(match, move, where)
+        return decision
 
-    async def _send(self, match: Match, move: Move, where: str) -> Match | None:
-        give_up = time.monotonic() + int(match.data.get("moveTimeoutMs") or 10_000) / 1000 + 5
+    async def _send(self, match: Match, decision: Decision, where: str, until: float) -> Match | None:
+        give_up = until + 5
         backoff = Backoff(0.1, 2.0)
+        refusals = 0
         while True:
+            move = decision.move
             try:
-                after = await self.client.submit_move(match.id, move, expected_version=match.version)
+                after = await self.client.submit_move(
+                    match.id, move, expected_version=match.version, debug=decision.debug
+                )
             except ArenaError as e:
                 if e.code == "STALE_VERSION":
                     # the match moved on (another seat's bid, a timeout, or this very move,
@@ -425,6 +443,14 @@ class BotRunner:
                     continue
                 self.refused_moves += 1
                 log.error("%s: the server refused %s: %s: %s", where, move, e.code, e.message)
+                refusals += 1
+                if e.code in RETRIED_CODES and refusals < MOVE_ATTEMPTS and time.monotonic() < until:
+                    retry = functools.partial(self.bot.retry, match, move, e.code, e.message, until)
+                    again = await self._decision(where, until, retry)
+                    if again is not None:
+                        decision = decision.then(again)  # the debug text of the whole turn goes with the move
+                        log.info("%s: %s answered again: %s", where, self.bot.label, decision.move)
+                        continue
                 return None
             except ArenaUnavailable as e:
                 if time.monotonic() > give_up:
@@ -460,15 +486,20 @@ class BotRunner:
         log.info("match %s %s: %s; won by %s", match.id, match.status.lower(), scores_text([s.score for s in view.seats], labels), winners)
 
 
+def configure_logging(log_level: str) -> None:
+    """The terminal's log of ``wizard-arena play``: the runner's and the bot's lines, not the HTTP libraries'."""
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(message)s")
+    for noisy in ("httpx", "httpcore", "websockets"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
 def run_bot(
     bot: Bot, url: str, token: str, transport: str = "auto", log_level: str = "info", invitations: str | None = None,
     challenges: str | None = None,
 ) -> None:
     """Plays ``bot`` on the server at ``url`` until interrupted (Ctrl-C or SIGTERM), logging
     each decision: what ``wizard-arena play`` does."""
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(message)s")
-    for noisy in ("httpx", "httpcore", "websockets"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    configure_logging(log_level)
     abandoned = False
 
     async def main() -> None:
@@ -495,6 +526,8 @@ def run_bot(
         asyncio.run(main())
     except ArenaError as e:
         raise ValueError(f"the server refused: {e.code}: {e.message}") from None
+    finally:
+        bot.close()
     if abandoned:  # a decision stuck in the bot's code would keep the process alive
         log.warning("a decision of the bot was still running; not waiting for it")
         logging.shutdown()
@@ -504,5 +537,13 @@ def run_bot(
 def play_command(args: argparse.Namespace) -> None:
     if not args.token:
         raise ValueError("play needs the bot's token: --token T or WIZARD_ARENA_TOKEN (from `wizard-arena register NAME`)")
-    run_bot(load_bot(args.bot), args.url, args.token, args.transport, args.log_level, args.invitations,
-            args.challenges)
+    bot: Bot
+    if args.cmd is not None:
+        from sdk.line_bot import LineBot
+
+        bot = LineBot(args.cmd)
+        configure_logging(args.log_level)  # before the start, which it logs
+        bot.start()  # a command that cannot run is said now, not at the first turn
+    else:
+        bot = load_bot(args.bot)
+    run_bot(bot, args.url, args.token, args.transport, args.log_level, args.invitations, args.challenges)

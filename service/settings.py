@@ -58,6 +58,11 @@ class Settings(BaseSettings):
     default_move_timeout_ms: int = Field(default=10_000, ge=1)
     min_move_timeout_ms: int = Field(default=100, ge=1)
     max_move_timeout_ms: int = Field(default=600_000, ge=1)
+    match_debug_bytes_per_seat: int = Field(
+        default=16_384, ge=0,
+        description="debug text (submitMove's debug, UTF-8 bytes) a seat keeps over one match: past it, the rest is cut "
+        "off. It is kept in the match's live part, which every move rewrites, so the bound keeps moves cheap",
+    )
     await_turn_max_ms: int = Field(default=30_000, ge=0, description="upper bound of awaitTurn's timeoutMs")
     rate_limit_per_second: float = Field(default=200.0, gt=0, description="sustained requests per token")
     rate_limit_burst: int = Field(default=400, ge=1, description="requests a token may make at once")

@@ -224,7 +224,8 @@ def routes(services_of: Callable[[Request], Services]) -> list[Route]:
         if not isinstance(body, dict):
             raise BadInput('the body must be a JSON object: {"bid": 2}, {"card": "R7"} or {"trump": "BLUE"}')
         expected = body.pop("expectedVersion", None)
-        live = await services.matches.submit_move(caller, request.path_params["match_id"], body, expected)
+        debug = body.pop("debug", None)
+        live = await services.matches.submit_move(caller, request.path_params["match_id"], body, expected, debug)
         return JSONResponse(match_json(live, caller))
 
     async def get_turns(request: Request, services: Services, caller: Caller | None) -> Response:
@@ -241,7 +242,7 @@ def routes(services_of: Callable[[Request], Services]) -> list[Route]:
         return JSONResponse(None if live is None else match_json(live, caller), headers={TURN_REASON: wait.reason.value})
 
     async def get_record(request: Request, services: Services, caller: Caller | None) -> Response:
-        return JSONResponse(await services.matches.record(request.path_params["match_id"]))
+        return JSONResponse(await services.matches.record(request.path_params["match_id"], caller))
 
     async def get_replay(request: Request, services: Services, caller: Caller | None) -> Response:
         return await replays.answer(request, await services.matches.published(request.path_params["match_id"]))
@@ -286,7 +287,8 @@ def routes(services_of: Callable[[Request], Services]) -> list[Route]:
             raise NotFound("exports read the archive, and this server has none: set DATABASE_URL")
         if await services.bots.get(bot_id) is None:
             raise NotFound(f"no bot {bot_id!r}")
-        chunks = bot_records(services.archive, bot_id, where)
+        # the bot itself gets its records with the debug text of its moves, as its match records show them
+        chunks = bot_records(services.archive, bot_id, where, with_debug=caller is not None and caller.bot_id == bot_id)
         # the first chunk before the answer starts: a database that cannot answer is an error
         # response, not an empty export
         try:

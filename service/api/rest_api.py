@@ -69,7 +69,9 @@ RECORD_SCHEMA: dict[str, Any] = {
         "seedHash": {"type": "string"},
         "moveNotes": {"type": "array", "items": {"type": "object"},
                       "description": "per move, in the order of moves: byServer (a fallback move at a deadline) "
-                                     "and thinkMs; absent for a match finished before they were kept"},
+                                     "and thinkMs, and for a bot reading with its token, debug on its own moves "
+                                     "that sent some (submitMove's debug); absent for a match finished before "
+                                     "they were kept"},
     },
 }
 REPLAY_SCHEMA: dict[str, Any] = {
@@ -156,8 +158,9 @@ OPERATIONS: list[Operation] = [
     Operation(
         "GET", "/api/bots/{id}/records", "botRecords", "Export a bot's finished matches' records (NDJSON)", BOTS,
         "query($id: ID!, $since: String, $until: String, $ruleset: Ruleset) { bot(id: $id) { id } }", direct=True,
-        description="Newest first, one record a line, each as GET /api/matches/{id}/record answers it. `since` "
-                    "(inclusive) and `until` (exclusive): ISO 8601 or milliseconds since the epoch.",
+        description="Newest first, one record a line, each as GET /api/matches/{id}/record answers it (so with "
+                    "the bot's own token, with the debug text of its moves). `since` (inclusive) and `until` "
+                    "(exclusive): ISO 8601 or milliseconds since the epoch.",
         response={"application/x-ndjson": {"schema": {"type": "string"}}},
     ),
     # ------------------------------------------------------------------ matches
@@ -192,11 +195,13 @@ OPERATIONS: list[Operation] = [
     ),
     Operation(
         "POST", "/api/matches/{id}/moves", "submitMove", "Make a move", MATCHES,
-        "mutation($id: ID!, $move: MoveInput!, $expectedVersion: Int) "
-        f"{{ submitMove(matchId: $id, move: $move, expectedVersion: $expectedVersion) {{ {MATCH_FIELDS} }} }}",
-        direct=True, flat_body=("move", "expectedVersion"), needs_token=True,
+        "mutation($id: ID!, $move: MoveInput!, $expectedVersion: Int, $debug: String) "
+        f"{{ submitMove(matchId: $id, move: $move, expectedVersion: $expectedVersion, debug: $debug) {{ {MATCH_FIELDS} }} }}",
+        direct=True, flat_body=("move", "expectedVersion", "debug"), needs_token=True,
         description='One of `{"bid": 2}`, `{"card": "R7"}`, `{"trump": "BLUE"}`, with `expectedVersion` to be '
-                    "refused with STALE_VERSION when the match has moved on. The answer is your view after it.",
+                    "refused with STALE_VERSION when the match has moved on, and `debug` (at most 4096 bytes of "
+                    "text, kept with the move for your bot's eyes only: its record's moveNotes). The answer is "
+                    "your view after it.",
     ),
     Operation(
         "GET", "/api/turns", "awaitTurn", "Wait for your turn (long poll)", MATCHES,
@@ -230,6 +235,8 @@ OPERATIONS: list[Operation] = [
     Operation(
         "GET", "/api/matches/{id}/record", "matchRecord", "A finished match's record", MATCHES,
         "query($id: ID!) { match(id: $id) { id } }", direct=True, response={"application/json": {"schema": RECORD_SCHEMA}},
+        description="With the token of a bot seated in it, the moveNotes of that bot's own moves carry the debug "
+                    "text it sent with them; nobody else ever sees it.",
     ),
     Operation(
         "GET", "/api/matches/{id}/replay", "matchReplay", "A finished match move by move", MATCHES,

@@ -25,10 +25,11 @@ from typing import Any
 
 import orjson
 
+from contract import MOVE_DEBUG_MAX_BYTES
 from service import logs
 from service.domain.retirement import refuse_retired
 from service.errors import BadInput, Forbidden, LimitExceeded, MatchNotActive, NotFound, ServiceError, StaleVersion
-from service.model.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder
+from service.model.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder, put_debug
 from service.settings import Settings
 from service.store.bots import BotStore
 from service.store.clock import now_ms
@@ -169,6 +170,45 @@ def move_notes(match: LiveMatch) -> list[dict[str, Any]] | None:
     return [{"byServer": i in fallbacks, "thinkMs": think} for i, think in enumerate(match.think_ms)]
 
 
+def add_own_debug(record: dict[str, Any], match: LiveMatch, bot_id: str) -> None:
+    """Puts ``debug`` into the ``moveNotes`` of the moves ``bot_id``'s seats made that carried
+    debug text: the record as that bot alone may read it. The published record (the archive's,
+    the exports) never holds it."""
+    notes = record.get("moveNotes")
+    if notes is not None:
+        own = {seat for seat, h in enumerate(match.seats) if h is not None and h.house is None and h.id == bot_id}
+        put_debug(notes, match.debug, own)
+
+
+def check_debug(debug: object) -> None:
+    """Refuses a move's ``debug`` that is not text or is over :data:`MOVE_DEBUG_MAX_BYTES`."""
+    if debug is None:
+        return
+    if not isinstance(debug, str):
+        raise BadInput(f"debug must be text (what your program wrote while deciding), not {debug!r}")
+    try:
+        size = len(debug.encode())
+    except UnicodeEncodeError:
+        raise BadInput("debug is not valid Unicode text (it holds a lone surrogate): send it as UTF-8") from None
+    if size > MOVE_DEBUG_MAX_BYTES:
+        raise BadInput(
+            f"debug is {size} bytes (UTF-8); a move keeps at most {MOVE_DEBUG_MAX_BYTES}: send its first "
+            f"{MOVE_DEBUG_MAX_BYTES} bytes (the SDK's line bots cut it so)"
+        )
+
+
+def utf8_prefix(text: str, most: int) -> str:
+    """The longest start of ``text`` that is at most ``most`` bytes in UTF-8 (no character cut).
+
+    >>> utf8_prefix("naïve", 3), utf8_prefix("naïve", 4)
+    ('na', 'naï')
+    """
+    encoded = text.encode()
+    if len(encoded) <= most:
+        return text
+    return encoded[:most].decode("utf-8", "ignore")
+
+
 class MatchService:
     def __init__(
         self,
@@ -206,10 +246,14 @@ class MatchService:
             raise NotFound(f"no match with id {match_id!r}: check the id (matchId from createMatch)")
         return stored
 
-    async def record(self, match_id: str) -> dict[str, Any]:
-        """A finished match's full record (config, seed, every move, the result)."""
+    async def record(self, match_id: str, caller: Caller | None = None) -> dict[str, Any]:
+        """A finished match's full record (config, seed, every move, the result); for a bot
+        seated in it, with the debug text of its own moves (:func:`add_own_debug`)."""
         match = await self.published(match_id)
-        return full_record(match, await self.matches.record(match_id))
+        record = full_record(match, await self.matches.record(match_id))
+        if caller is not None:
+            add_own_debug(record, match, caller.bot_id)
+        return record
 
     async def published(self, match_id: str) -> LiveMatch:
         """A match whose play is public: finished, and not of a duplicate set still being
@@ -419,9 +463,13 @@ class MatchService:
 
     # ------------------------------------------------------------------ moving
     async def submit_move(
-        self, caller: Caller, match_id: str, move: Move | dict[str, Any], expected_version: int | None = None
+        self, caller: Caller, match_id: str, move: Move | dict[str, Any], expected_version: int | None = None,
+        debug: str | None = None,
     ) -> LiveMatch:
-        """Apply the caller's move; the answer is the match just after it.
+        """Apply the caller's move; the answer is the match just after it. ``debug`` (what the
+        bot's program wrote while deciding, at most :data:`MOVE_DEBUG_MAX_BYTES`) is kept with
+        the move for the caller's own eyes (:meth:`record`), as much of it as the seat's
+        budget for the match has room for.
 
         The first attempt may start from the snapshot this process committed last for the
         match (a guess that saves a read): the compare-and-set refuses it if anything changed
@@ -429,6 +477,7 @@ class MatchService:
         logs.match_id.set(match_id)  # this request's log lines name the match
         if expected_version is not None and (isinstance(expected_version, bool) or not isinstance(expected_version, int)):
             raise BadInput(f"expectedVersion must be a whole number, not {expected_version!r}")
+        check_debug(debug)
         if not isinstance(move, Move):
             move = Move.from_dict(move)
         guess = self._recent.get(match_id)
@@ -439,7 +488,7 @@ class MatchService:
                 match, guessed = (await self._load(match_id)).match, False
             guess = None
             try:
-                event = self._play(caller, match, move, expected_version)
+                event = self._play(caller, match, move, expected_version, debug)
             except (ServiceError, WizardError):
                 if guessed:
                     continue
@@ -453,7 +502,9 @@ class MatchService:
             self._recent.pop(match_id)
         raise StaleVersion(f"match {match_id} is changing too fast; try again", currentVersion=match.version)
 
-    def _play(self, caller: Caller, match: LiveMatch, move: Move, expected_version: int | None) -> dict[str, Any]:
+    def _play(
+        self, caller: Caller, match: LiveMatch, move: Move, expected_version: int | None, debug: str | None = None
+    ) -> dict[str, Any]:
         """Check the caller may make ``move`` now and make it on ``match``; the event.
 
         ``expected_version`` is stale only when what the caller's seat sees changed after it
@@ -470,7 +521,11 @@ class MatchService:
             )
         if match.status is not MatchStatus.ACTIVE:
             raise MatchNotActive(self._not_active(match))
-        return match.play(seat, match.state.action_of(seat, move), "bot", now_ms())
+        action = match.state.action_of(seat, move)
+        if debug:
+            room = self.settings.match_debug_bytes_per_seat - match.debug_bytes(seat)
+            debug = utf8_prefix(debug, max(0, room))
+        return match.play(seat, action, "bot", now_ms(), debug)
 
     @staticmethod
     def _not_active(match: LiveMatch) -> str:

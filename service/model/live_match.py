@@ -10,8 +10,9 @@ therefore also the match's replay log.
 Events:
 - ``{"t": "join", "seat": s, "bot": {"id", "name", "house"}, "dl": ms|None}``
 - ``{"t": "move", "seat": s, "a": action, "by": "bot"|"house"|"timeout", "dl": ms|None,
-  "th": ms}`` (``th``: the mover's think time, from when it had to act; absent in events
-  written before it was kept)
+  "th": ms, "dbg": text}`` (``th``: the mover's think time, from when it had to act; absent in
+  events written before it was kept; ``dbg``: what the mover's program wrote to its debug
+  output for the move, kept for its own bot's eyes only (``LiveMatch.debug``); absent: none)
 - ``{"t": "leave", "seat": s, "bot": id}`` (a bot gives its seat of a WAITING match back)
 - ``{"t": "abort", "why": text}``
 
@@ -27,6 +28,7 @@ when its seat's view has changed since the version it read (:meth:`LiveMatch.sta
 from __future__ import annotations
 
 import json
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -158,6 +160,9 @@ class LiveMatch:
     fallbacks: list[int] = field(default_factory=list)
     #: why the match was aborted (None: it was not)
     abort_reason: str | None = None
+    #: debug text sent with moves, as ``(move index, seat, text)`` (only the moves that had
+    #: some): shown to the seat's own bot in the record, to nobody else
+    debug: list[tuple[int, int, str]] = field(default_factory=list)
 
     @classmethod
     def new(cls, match_id: str, settings: MatchSettings, state: MatchState) -> LiveMatch:
@@ -169,7 +174,7 @@ class LiveMatch:
             self.id, self.settings, self.state.copy(), self.version, self.status,
             list(self.seats), list(self.timeouts), self.deadline_ms, self.sealed, self.event_id,
             list(self.seen), None if self.think_ms is None else list(self.think_ms), list(self.fallbacks),
-            self.abort_reason,
+            self.abort_reason, list(self.debug),
         )
 
     # ------------------------------------------------------------------ reading
@@ -214,6 +219,10 @@ class LiveMatch:
             return self.settings.waiting_until_ms
         return self.deadline_ms
 
+    def debug_bytes(self, seat: int) -> int:
+        """How many bytes (UTF-8) of debug text ``seat`` has had kept in this match."""
+        return sum(len(text.encode()) for _, s, text in self.debug if s == seat)
+
     def bot_ids(self) -> set[str]:
         return {h.id for h in self.seats if h is not None and h.house is None}
 
@@ -255,8 +264,10 @@ class LiveMatch:
         self._restart_deadline(event, (), now_ms)
         return event
 
-    def play(self, seat: int, action: int, by: str, now_ms: int) -> dict[str, Any]:
-        """``seat`` plays ``action`` (raises the engine's typed error if it may not).
+    def play(self, seat: int, action: int, by: str, now_ms: int, debug: str | None = None) -> dict[str, Any]:
+        """``seat`` plays ``action`` (raises the engine's typed error if it may not), with
+        ``debug``, the text its program wrote while deciding (kept as given: the caller
+        checks its size).
 
         The deadline restarts whenever a seat must act anew (also the seat that just moved,
         when it leads the next trick); only while simultaneous bids are being collected (the
@@ -265,6 +276,8 @@ class LiveMatch:
         started = None if self.deadline_ms is None else self.deadline_ms - self.settings.move_timeout_ms
         think = 0 if started is None else max(0, now_ms - started)
         event: dict[str, Any] = {"t": "move", "seat": seat, "a": action, "by": by, "dl": self.deadline_ms, "th": think}
+        if debug:
+            event["dbg"] = debug
         self.apply_event(event)
         self._restart_deadline(event, before, now_ms)
         return event
@@ -309,6 +322,8 @@ class LiveMatch:
                     self.think_ms = None
                 else:
                     self.think_ms.append(think)
+            if "dbg" in event:
+                self.debug.append((self.state.moves_made - 1, seat, event["dbg"]))
             if self.state.is_finished:
                 self.status = MatchStatus.FINISHED
             unseen = self.state.last_move_unseen_by()
@@ -342,6 +357,7 @@ class LiveMatch:
                 "think": self.think_ms,
                 "fallbacks": self.fallbacks,
                 **({} if self.abort_reason is None else {"why": self.abort_reason}),
+                **({"debug": self.debug} if self.debug else {}),
             }
         )
 
@@ -368,7 +384,16 @@ class LiveMatch:
             think_ms=live.get("think", None if state.moves_made else []),
             fallbacks=live.get("fallbacks", []),
             abort_reason=live.get("why"),
+            debug=[(index, seat, text) for index, seat, text in live.get("debug", ())],
         )
 
 
-__all__ = ["HouseBotKind", "LiveMatch", "MatchSettings", "MatchStatus", "Phase", "SeatHolder"]
+def put_debug(notes: list[dict[str, Any]], debug: Iterable[Sequence[Any]], seats: Container[int]) -> None:
+    """Puts each ``(move index, seat, text)`` of ``debug`` whose seat is in ``seats`` into the
+    record's ``moveNotes`` (``notes``) as ``"debug"``: the record as those seats' bot reads it."""
+    for index, seat, text in debug:
+        if seat in seats and 0 <= index < len(notes):
+            notes[index]["debug"] = text
+
+
+__all__ = ["HouseBotKind", "LiveMatch", "MatchSettings", "MatchStatus", "Phase", "SeatHolder", "put_debug"]

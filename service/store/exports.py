@@ -16,8 +16,11 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from sqlalchemy import Select, Text, select
+from sqlalchemy.dialects.postgresql import JSONB
 
+from service.model.live_match import put_debug
 from service.store.archive import Archive, match_seats, matches
 
 #: rows fetched from the cursor at a time (and sent as one chunk of the response)
@@ -34,11 +37,15 @@ class RecordFilter:
     ruleset: str | None = None
 
 
-def bot_records_query(bot_id: str, where: RecordFilter) -> Select[Any]:
-    """The ids and records (as JSON text) of the finished matches ``bot_id`` sat in, newest first."""
+def bot_records_query(bot_id: str, where: RecordFilter, with_debug: bool = False) -> Select[Any]:
+    """The ids and records (as JSON text) of the finished matches ``bot_id`` sat in, newest first;
+    ``with_debug``: with the bot's seat and the match's debug texts (JSON text, None: none)."""
     seats = match_seats.c
+    columns: list[Any] = [seats.match_id, matches.c.record.cast(Text).label("record")]
+    if with_debug:
+        columns += [seats.seat, matches.c.live.cast(JSONB)["debug"].cast(Text).label("debug")]
     query = (
-        select(seats.match_id, matches.c.record.cast(Text).label("record"))
+        select(*columns)
         .select_from(match_seats.join(matches, matches.c.id == seats.match_id))
         .where(seats.bot_id == bot_id, matches.c.record.is_not(None), matches.c.status == "FINISHED")
         .order_by(seats.created_ms.desc(), seats.match_id.desc())
@@ -52,25 +59,40 @@ def bot_records_query(bot_id: str, where: RecordFilter) -> Select[Any]:
     return query
 
 
-async def bot_records(archive: Archive, bot_id: str, where: RecordFilter, batch: int = BATCH) -> AsyncGenerator[bytes, None]:
+async def bot_records(
+    archive: Archive, bot_id: str, where: RecordFilter, batch: int = BATCH, with_debug: bool = False
+) -> AsyncGenerator[bytes, None]:
     """NDJSON chunks: each a few records, one a line, of the finished matches ``bot_id`` sat
-    in, newest first; ``batch`` rows held at a time, however many there are.
+    in, newest first; ``batch`` rows held at a time, however many there are. ``with_debug``
+    (the bot itself asks): each record with the debug text of the bot's own moves, as
+    ``GET /api/matches/{id}/record`` answers the bot (a record with none is passed on as stored).
 
     A bot that held two seats of one match (a house bot can) gets the match once: its rows
-    are next to each other in this order, so skipping a repeat of the previous id is enough."""
-    query = bot_records_query(bot_id, where).execution_options(yield_per=batch)
+    are next to each other in this order, so skipping a repeat of the previous id is enough
+    (a registered bot, the only one with debug text, holds one seat of a match)."""
+    query = bot_records_query(bot_id, where, with_debug).execution_options(yield_per=batch)
     previous: str | None = None
     async with archive.engine.connect() as connection:
         result = await connection.stream(query)
         try:
             async for rows in result.partitions():
                 lines = []
-                for match_id, record in rows:
+                for match_id, record, *own in rows:
                     if match_id != previous:
-                        lines.append(record.encode())
+                        lines.append(_with_debug(record, *own) if own and own[1] is not None else record.encode())
                         previous = match_id
                 if lines:
                     lines.append(b"")
                     yield b"\n".join(lines)
         finally:
             await result.close()
+
+
+def _with_debug(record: str, seat: int, debug: str) -> bytes:
+    """The record (JSON text) with the debug texts (JSON text of the live part's ``debug``) of ``seat``'s moves."""
+    parsed = orjson.loads(record)
+    notes = parsed.get("moveNotes")
+    if notes is None:
+        return record.encode()
+    put_debug(notes, orjson.loads(debug), {seat})
+    return orjson.dumps(parsed)

@@ -98,3 +98,25 @@ def test_notes_follow_the_events_in_every_process():
         follower.apply_event(writer.play(seat, action, "timeout" if seat == 1 else "house", now_ms()))
     assert follower.think_ms == writer.think_ms and follower.fallbacks == writer.fallbacks and follower.seen == writer.seen
     assert len(full_record(follower, None)["moveNotes"]) == follower.state.moves_made
+
+
+def test_debug_text_follows_the_events_and_is_stored_with_the_match():
+    """A move's debug text rides on its event (a follower holds the same), is kept in the
+    match's stored form, and never enters the published record."""
+    writer = live_match(players=3, ruleset="WIZARD_JUNIOR")
+    follower = writer.copy()
+    for seat in range(3):
+        follower.apply_event(writer.join(seat, house(seat), now_ms()))
+    for n in range(6):
+        seat, action = first_action(writer)
+        follower.apply_event(writer.play(seat, action, "bot", now_ms(), f"thought {n}" if seat == 1 else None))
+    assert writer.debug and follower.debug == writer.debug
+    assert {s for _, s, _ in writer.debug} == {1} and writer.debug_bytes(1) == sum(len(t) for _, _, t in writer.debug)
+    stored = LiveMatch.from_stored(
+        writer.id, writer.version, writer.settings.to_json().encode(), state_to_bytes(writer.state), writer.live_json()
+    )
+    assert stored.debug == writer.debug
+    while not stored.ended:
+        seat, action = first_action(stored)
+        stored.play(seat, action, "house", now_ms())
+    assert "thought" not in orjson.dumps(full_record(stored, None)).decode()

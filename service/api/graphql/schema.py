@@ -16,7 +16,7 @@ from strawberry.types import ExecutionContext, ExecutionResult, Info
 from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType
 
-from contract import MATCH, Shape
+from contract import MATCH, MOVE_DEBUG_MAX_BYTES, Shape
 from service.api.graphql.challenge_types import CHALLENGES, Challenge, CreateChallengeInput, challenge_type
 from service.api.graphql.context import RequestContext
 from service.api.graphql.documents import DocumentCache, Documents
@@ -377,9 +377,23 @@ class Mutation:
         match_id: Annotated[strawberry.ID, strawberry.argument(name="matchId")],
         move: Annotated[MoveInput, strawberry.argument(name="move")],
         expected_version: Annotated[int | None, strawberry.argument(name="expectedVersion")] = None,
+        debug: Annotated[
+            str | None,
+            strawberry.argument(
+                name="debug",
+                description=f"What the bot's program wrote while deciding (its stderr, say), at most "
+                f"{MOVE_DEBUG_MAX_BYTES} bytes in UTF-8 (BAD_INPUT above). Kept with the move and shown to this bot "
+                "alone, in the moveNotes of the finished match's record (GET /api/matches/{id}/record and its "
+                "export GET /api/bots/{id}/records, with its token); never to another bot or a spectator, live or "
+                "after the match. A seat keeps at most "
+                "ARENA_MATCH_DEBUG_BYTES_PER_SEAT bytes over a match; past it the rest is cut off.",
+            ),
+        ] = None,
     ) -> Match:
         caller = await info.context.caller()
-        live = await info.context.services.matches.submit_move(caller, str(match_id), move.to_dict(), expected_version)
+        live = await info.context.services.matches.submit_move(
+            caller, str(match_id), move.to_dict(), expected_version, debug
+        )
         return _for(live, caller)
 
     @strawberry.mutation(description="Schedules a tournament (the workers start it at startsAt).")
