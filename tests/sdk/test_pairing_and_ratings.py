@@ -18,7 +18,17 @@ from ranking.pairing import (
     swiss_round,
     table_count,
 )
-from ranking.ratings import ELO_K, INITIAL_RATING, elo_expected, elo_update, fit_scores, kendall_tau
+from ranking.ratings import (
+    ELO_K,
+    GLICKO_VOLATILITY,
+    INITIAL_DEVIATION,
+    INITIAL_RATING,
+    elo_deviations,
+    elo_expected,
+    elo_update,
+    fit_scores,
+    kendall_tau,
+)
 
 # ---------------------------------------------------------------------- placement points
 
@@ -338,6 +348,56 @@ def test_fit_scores_gives_every_rating_a_deviation_that_shrinks_with_its_seats()
     # more of the same history: every deviation falls
     longer = fit_scores(_simulate(skills, 600, 4, seed=2))
     assert all(longer.deviations[b] < fit.deviations[b] for b in skills)
+
+
+def test_elo_deviations_narrow_with_every_match_down_to_a_floor():
+    deviations = {b: INITIAL_DEVIATION for b in "abcd"}
+    ratings = dict.fromkeys("abcd", INITIAL_RATING)
+    seen = []
+    for _ in range(300):
+        after = elo_deviations(list("abcd"), [ratings[b] for b in "abcd"], [deviations[b] for b in "abcd"])
+        assert all(after[b] < deviations[b] or after[b] == pytest.approx(deviations[b], abs=0.01) for b in "abcd")
+        deviations = after
+        seen.append(after["a"])
+    assert seen[0] < INITIAL_DEVIATION and seen[9] < 0.5 * INITIAL_DEVIATION
+    # Glicko-2's volatility keeps it from vanishing: a fixed-K Elo rating keeps moving
+    assert 40 < seen[-1] == pytest.approx(seen[-2], abs=0.01)
+
+
+def test_elo_deviations_learn_little_from_a_lopsided_table_and_nothing_from_a_bot_against_itself():
+    even = elo_deviations(["a", "b"], [1500, 1500], [100, 100])
+    lopsided = elo_deviations(["a", "b"], [2300, 700], [100, 100])
+    assert even["a"] < lopsided["a"] < math.hypot(100, GLICKO_VOLATILITY)
+    assert elo_deviations(["x", "x", "x"], [1500] * 3, [80] * 3)["x"] == pytest.approx(math.hypot(80, GLICKO_VOLATILITY))
+    one = elo_deviations(["h", "h", "b"], [1500] * 3, [120] * 3)
+    assert set(one) == {"h", "b"} and one["h"] == pytest.approx(one["b"]) < 120  # the h-b pairs teach both alike
+
+
+def test_deviations_cover_the_true_strength_about_95_times_in_100():
+    # the bench (wizard-arena bench rating-deviations) measures this over 100 fields; here a
+    # few fields, loosely: each deviation is neither far too narrow nor far too wide
+    inside = {"elo": 0, "fitted": 0}
+    total = 0
+    for seed in range(4):
+        rng = random.Random(seed)
+        skills = {f"b{i}": rng.gauss(0, 40) for i in range(20)}
+        elo = dict.fromkeys(skills, INITIAL_RATING)
+        deviation = dict.fromkeys(skills, INITIAL_DEVIATION)
+        matches = _simulate(skills, 20 * 30 // 4, 4, seed=seed, noise=60.0)
+        for table, scores in matches:
+            after = elo_deviations(table, [elo[b] for b in table], [deviation[b] for b in table])
+            for b, rating in zip(table, elo_update([elo[b] for b in table], scores), strict=True):
+                elo[b], deviation[b] = rating, after[b]
+        fit = fit_scores(matches)
+        scale = 400 * 1.702 / (math.log(10) * 60.0 * math.sqrt(2))
+        centre = sum(skills.values()) / len(skills)
+        for b, skill in skills.items():
+            true = INITIAL_RATING + (skill - centre) * scale
+            inside["elo"] += abs(elo[b] - true) <= 1.96 * deviation[b]
+            inside["fitted"] += abs(fit.ratings[b] - true) <= 1.96 * fit.deviations[b]
+            total += 1
+    assert 0.8 <= inside["elo"] / total <= 1.0, inside
+    assert 0.85 <= inside["fitted"] / total <= 1.0, inside
 
 
 def test_fit_scores_of_nothing_is_empty():
