@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -51,6 +52,16 @@ def elo_update(ratings: Sequence[float], scores: Sequence[float], k: float = ELO
             deltas[i] += change
             deltas[j] -= change
     return [r + d for r, d in zip(ratings, deltas, strict=True)]
+
+
+@functools.lru_cache(maxsize=1024)
+def elo_deviation_after(games: int) -> float:
+    """The Elo deviation of a bot after ``games`` matches at even tables of four bots alike
+    (what :func:`elo_deviations` gives such a bot): for a rating kept without one."""
+    deviation = INITIAL_DEVIATION
+    for _ in range(min(games, 1000)):  # settled long before: the volatility's floor
+        deviation = elo_deviations(range(4), [INITIAL_RATING] * 4, [deviation] * 4)[0]
+    return deviation
 
 
 def elo_deviations(
