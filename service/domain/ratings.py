@@ -50,6 +50,13 @@ def house_kind_of(identity: str) -> str | None:
     return None
 
 
+def kept_deviation(games: int, deviation: float | None) -> float:
+    """A stored rating's deviation; one kept before deviations were (None) gets the one its
+    games give: the ELO deviation after that many matches at even tables (for a FITTED rating,
+    until the next refit stores its own, a wider one than the fit's)."""
+    return elo_deviation_after(games) if deviation is None else deviation
+
+
 class RatingService:
     """Ratings with their doubt: every rating read carries its ``deviation`` (Elo points, one
     standard deviation) and ``provisional`` (fewer than ``provisional_games`` rated games)."""
@@ -59,12 +66,8 @@ class RatingService:
         self.provisional_games = provisional_games
 
     def _doubt(self, games: int, deviation: float | None) -> dict[str, Any]:
-        """A rating's deviation (one kept before deviations were gets the one its games give)
-        and provisional mark."""
-        return {
-            "deviation": elo_deviation_after(games) if deviation is None else deviation,
-            "provisional": games < self.provisional_games,
-        }
+        """A rating's deviation and provisional mark."""
+        return {"deviation": kept_deviation(games, deviation), "provisional": games < self.provisional_games}
 
     async def leaderboard(
         self, ruleset: str, method: RatingMethod, first: int, offset: int, provisional: bool = True
@@ -120,7 +123,7 @@ class RatingService:
             current = {i: r or unknown for i, r in zip(unique, await self.ratings.elo(unique, ruleset), strict=True)}
             before = [current[i].rating for i in identities]
             deviations = elo_deviations(
-                identities, before, [self._doubt(current[i].games, current[i].deviation)["deviation"] for i in identities]
+                identities, before, [kept_deviation(current[i].games, current[i].deviation) for i in identities]
             )
             after = elo_update(before, scores)
             delta: dict[str, float] = {}
