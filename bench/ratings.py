@@ -9,12 +9,13 @@ averaged over the seeds.
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 import time
 from typing import Any
 
-from ranking.ratings import INITIAL_RATING, elo_update, fit_scores, kendall_tau
+from ranking.ratings import INITIAL_DEVIATION, INITIAL_RATING, elo_deviations, elo_update, fit_scores, kendall_tau
 
 BOTS = 20
 TABLE = 4
@@ -97,3 +98,69 @@ def bench_ratings(seeds: int, limit: int, first_seed: int = 1) -> dict[str, Any]
         "fitted": summary("fitted"),
         "seconds": round(time.perf_counter() - started, 1),
     }
+
+
+#: matches each bot has played (on average) when the deviations are checked
+CALIBRATION_CHECKPOINTS = (10, 30, 100)
+
+
+def _true_elo(skills: list[float], noise: float) -> list[float]:
+    """The bots' skills on the Elo scale the ratings use: a gap of d skill points makes the
+    stronger bot finish ahead with probability Phi(d / (noise sqrt 2)), which Elo's logistic
+    matches at d * 400 * 1.702 / (ln 10 * noise * sqrt 2); centred on 1500 like the ratings."""
+    scale = 400.0 * 1.702 / (math.log(10.0) * noise * math.sqrt(2.0))
+    centre = statistics.fmean(skills)
+    return [INITIAL_RATING + (s - centre) * scale for s in skills]
+
+
+def calibration_run(seed: int) -> dict[str, dict[int, tuple[float, float]]]:
+    """One simulated field: per method and checkpoint, (the share of bots whose true Elo-scale
+    strength lies within 1.96 deviations of their rating, the mean deviation)."""
+    rng = random.Random(seed)
+    skills = [rng.gauss(0, 1) for _ in range(BOTS)]
+    noise = calibrate_noise(skills, random.Random(seed + 10_000))
+    truth = _true_elo(skills, noise)
+    elo = [INITIAL_RATING] * BOTS
+    glicko = [INITIAL_DEVIATION] * BOTS
+    history: list[tuple[list[int], list[float]]] = []
+    out: dict[str, dict[int, tuple[float, float]]] = {}
+
+    def check(method: str, checkpoint: int, ratings: list[float], deviations: list[float]) -> None:
+        inside = sum(abs(r - t) <= 1.96 * d for r, t, d in zip(ratings, truth, deviations, strict=True))
+        out.setdefault(method, {})[checkpoint] = (inside / BOTS, statistics.fmean(deviations))
+
+    for checkpoint in CALIBRATION_CHECKPOINTS:
+        while len(history) < checkpoint * BOTS // TABLE:
+            table = rng.sample(range(BOTS), TABLE)
+            scores = [skills[b] + rng.gauss(0, noise) for b in table]
+            before = [elo[b] for b in table]
+            deviations = elo_deviations(table, before, [glicko[b] for b in table])
+            for b, rating in zip(table, elo_update(before, scores), strict=True):
+                elo[b] = rating
+                glicko[b] = deviations[b]
+            history.append((table, scores))
+        fit = fit_scores(history)
+        fitted = [fit.ratings.get(b, INITIAL_RATING) for b in range(BOTS)]
+        fit_deviations = [fit.deviations.get(b, INITIAL_DEVIATION) for b in range(BOTS)]
+        check("elo_glicko2", checkpoint, elo, glicko)
+        check("elo_fit_interval", checkpoint, elo, fit_deviations)
+        check("fitted", checkpoint, fitted, fit_deviations)
+    return out
+
+
+def bench_calibration(seeds: int, first_seed: int = 1) -> dict[str, Any]:
+    """Calibration of each rating's deviation over ``seeds`` simulated fields: per method and
+    checkpoint (matches per bot), the share of bots within 1.96 deviations of the truth
+    (0.95 is right) and the mean deviation (Elo points)."""
+    started = time.perf_counter()
+    runs = [calibration_run(first_seed + s) for s in range(seeds)]
+    methods: dict[str, Any] = {}
+    for method in runs[0]:
+        methods[method] = {
+            f"after_{c}": {
+                "within_1.96_deviations": round(statistics.fmean(r[method][c][0] for r in runs), 3),
+                "mean_deviation": round(statistics.fmean(r[method][c][1] for r in runs), 1),
+            }
+            for c in CALIBRATION_CHECKPOINTS
+        }
+    return {"bots": BOTS, "table": TABLE, "seeds": seeds, **methods, "seconds": round(time.perf_counter() - started, 1)}

@@ -11,16 +11,24 @@
   scores themselves, not just the order, is what makes it converge in fewer matches than
   Elo or TrueSkill (``wizard-arena bench ratings``). The strengths are put on the Elo
   scale so that a difference of 400 means the stronger bot finishes ahead 10 times in 11.
+  Each rating's deviation is the posterior standard deviation of its strength, on the
+  same scale: it falls as one over the square root of the seats the bot has taken.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 INITIAL_RATING = 1500.0
 ELO_K = 32.0
+#: a bot that has not played: Glicko's deviation for an unknown player
+INITIAL_DEVIATION = 350.0
+#: Glicko-2's default volatility, Elo points: how far a bot's strength may drift per match
+GLICKO_VOLATILITY = 0.06 * 173.7178
+_GLICKO_SCALE = 400.0 / math.log(10.0)
 
 #: Φ(x) ≈ logistic(1.702 x): how a Gaussian margin model's strengths map onto Elo's logistic.
 _PROBIT_TO_LOGIT = 1.702
@@ -46,12 +54,57 @@ def elo_update(ratings: Sequence[float], scores: Sequence[float], k: float = ELO
     return [r + d for r, d in zip(ratings, deltas, strict=True)]
 
 
+@functools.lru_cache(maxsize=1024)
+def elo_deviation_after(games: int) -> float:
+    """The Elo deviation of a bot after ``games`` matches at even tables of four bots alike
+    (what :func:`elo_deviations` gives such a bot): for a rating kept without one."""
+    deviation = INITIAL_DEVIATION
+    for _ in range(min(games, 1000)):  # settled long before: the volatility's floor
+        deviation = elo_deviations(range(4), [INITIAL_RATING] * 4, [deviation] * 4)[0]
+    return deviation
+
+
+def elo_deviations(
+    bots: Sequence[Hashable], ratings: Sequence[float], deviations: Sequence[float],
+    volatility: float = GLICKO_VOLATILITY,
+) -> dict[Hashable, float]:
+    """Each bot's Elo deviation after one match (seats in the same order as ``bots``, which
+    may hold a bot more than once): Glicko-2's rating-deviation step, tracked beside the Elo
+    rating. Every pair of seats of different bots is a game weighted 1/(n-1), as Elo weighs
+    it; a bot's deviation first widens by ``volatility`` (the drift Glicko-2 allows between
+    games), then narrows by what the games tell: 1/RD'^2 = 1/(RD^2 + vol^2) + sum of
+    w * g(RD_opp)^2 * E * (1 - E), on Glicko-2's scale (Elo points / 173.7178)."""
+    n = len(bots)
+    weight = 1.0 / (n - 1) if n > 1 else 0.0
+    phi = [d / _GLICKO_SCALE for d in deviations]
+    mu = [r / _GLICKO_SCALE for r in ratings]
+    first: dict[Hashable, int] = {}
+    information: dict[Hashable, float] = {}
+    for i, bot in enumerate(bots):
+        first.setdefault(bot, i)
+        information.setdefault(bot, 0.0)
+        for j, other in enumerate(bots):
+            if other == bot:
+                continue
+            g = 1.0 / math.sqrt(1.0 + 3.0 * phi[j] ** 2 / math.pi**2)
+            expected = 1.0 / (1.0 + math.exp(-g * (mu[i] - mu[j])))
+            information[bot] += weight * g * g * expected * (1.0 - expected)
+    out = {}
+    for bot, i in first.items():
+        widened = phi[i] ** 2 + (volatility / _GLICKO_SCALE) ** 2
+        out[bot] = min(INITIAL_DEVIATION, _GLICKO_SCALE / math.sqrt(1.0 / widened + information[bot]))
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class Fit:
     ratings: dict[Hashable, float]  # Elo scale
     strengths: dict[Hashable, float]  # score scale (a warm start for the next fit)
     games: dict[Hashable, int]
     noise: float  # the fitted spread of one score around its bot's strength
+    #: Elo scale: each rating's standard deviation, the posterior spread of its bot's
+    #: strength (noise_var / (seats + noise_var / strength_var)), scaled as the ratings are.
+    deviations: dict[Hashable, float]
 
 
 def fit_scores(
@@ -87,11 +140,12 @@ def fit_scores(
             total += scores[seat]
             count += 1
     if not strength:
-        return Fit({}, {}, {}, 1.0)
+        return Fit({}, {}, {}, 1.0, {})
     mean = total / count
     table = [0.0] * len(matches)
     stats = _table_stats(matches, strength)
-    variances = _variances(stats, strength, mean)
+    seat_counts = [len(places) for places in seen.values()]
+    variances = _variances(stats, strength, mean, seat_counts, None)
     for _ in range(sweeps):
         noise_var, table_var, strength_var = variances
         largest = 0.0
@@ -115,18 +169,22 @@ def fit_scores(
         # raw spread of the scores) would leave the noise too wide, the strengths too shrunk
         # and the Elo scale squeezed. So they are estimated again from every sweep's
         # strengths, and a sweep that moved them (as standard deviations) is not the last.
-        variances = _variances(stats, strength, mean)
+        variances = _variances(stats, strength, mean, seat_counts, strength_var)
         for now, before in zip(variances, (noise_var, table_var, strength_var), strict=True):
             largest = max(largest, abs(math.sqrt(now) - math.sqrt(before)))
         if largest < tolerance:
             break
-    noise_var = variances[0]
+    noise_var, _, strength_var = variances
     middle = sum(strength.values()) / len(strength)
     noise = math.sqrt(noise_var)
     # P(one bot finishes ahead of another at the same table) = Phi(difference / (noise * sqrt 2))
     scale = 400.0 * _PROBIT_TO_LOGIT / (math.log(10.0) * noise * math.sqrt(2.0))
     ratings = {bot: INITIAL_RATING + (v - middle) * scale for bot, v in strength.items()}
-    return Fit(ratings, dict(strength), games, noise)
+    # The posterior variance of a strength given the rest: one Gaussian prior (strength_var)
+    # and one observation of noise_var per seat it has taken.
+    shrink = noise_var / strength_var
+    deviations = {bot: math.sqrt(noise_var / (len(places) + shrink)) * scale for bot, places in seen.items()}
+    return Fit(ratings, dict(strength), games, noise, deviations)
 
 
 def _table_stats(
@@ -149,9 +207,12 @@ def _variances(
     stats: Sequence[tuple[float, int, float]],
     strength: dict[Hashable, float],
     mean: float,
+    seat_counts: Sequence[int],
+    prior_var: float | None,
 ) -> tuple[float, float, float]:
     """Moment estimates of the noise, table-effect and strength variances (``stats`` from
-    :func:`_table_stats` with these strengths)."""
+    :func:`_table_stats` with these strengths, ``seat_counts`` each bot's seats, ``prior_var`` the
+    strength variance the strengths were fitted under, None before the first sweep)."""
     within = sum(ss for _, _, ss in stats)
     within_df = sum(seats - 1 for _, seats, _ in stats)
     noise_var = max(within / max(1, within_df - len(strength)), 1e-9)
@@ -160,8 +221,14 @@ def _variances(
                     - sum(noise_var / seats for _, seats, _ in stats) / len(stats))
     values = list(strength.values())
     centre = sum(values) / len(values)
-    # the spread of the current estimates, floored so that a fresh field is not frozen at 0
-    strength_var = max(sum((v - centre) ** 2 for v in values) / len(values), noise_var / 50)
+    spread = sum((v - centre) ** 2 for v in values) / len(values)
+    if prior_var is not None:
+        # The estimates are shrunk, so their spread alone understates the strengths' (and
+        # would shrink them more every sweep, leaving bots with few games over-confident):
+        # add each one's posterior variance, as EM's update of a prior's variance does.
+        spread += sum(noise_var / (n + noise_var / prior_var) for n in seat_counts) / len(seat_counts)
+    # floored so that a fresh field is not frozen at 0
+    strength_var = max(spread, noise_var / 50)
     return noise_var, table_var, strength_var
 
 

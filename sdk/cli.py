@@ -217,5 +217,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     leaderboard.add_argument("--method", default="ELO", choices=["ELO", "FITTED"])
     leaderboard.add_argument("--first", type=int, default=50, help="how many (1-100)")
     leaderboard.add_argument("--offset", type=int, default=0)
+    leaderboard.add_argument(
+        "--established", action="store_true", help="leave provisional bots out (ranks counted among those shown)"
+    )
     leaderboard.add_argument("--json", action="store_true", help="print the rows as one JSON line")
     leaderboard.set_defaults(run=_leaderboard)

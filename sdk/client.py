@@ -405,11 +405,16 @@ class ArenaClient:
         )
         return dict(data["cancelTournament"])
 
-    async def leaderboard(self, ruleset: str, method: str = "ELO", first: int = 50, offset: int = 0) -> list[dict[str, Any]]:
+    async def leaderboard(
+        self, ruleset: str, method: str = "ELO", first: int = 50, offset: int = 0, provisional: bool = True
+    ) -> list[dict[str, Any]]:
+        """Bots by rating, each with its deviation and provisional mark; ``provisional`` False
+        leaves provisional bots out."""
         data = await self.graphql(
-            "query($r: Ruleset!, $m: RatingMethod!, $f: Int!, $o: Int!) { leaderboard(ruleset: $r, method: $m, "
-            "first: $f, offset: $o) { rank rating games bot { id name house retired } } }",
-            {"r": ruleset, "m": method, "f": first, "o": offset},
+            "query($r: Ruleset!, $m: RatingMethod!, $f: Int!, $o: Int!, $p: Boolean!) { leaderboard(ruleset: $r, "
+            "method: $m, first: $f, offset: $o, provisional: $p) "
+            "{ rank rating games deviation provisional bot { id name house retired } } }",
+            {"r": ruleset, "m": method, "f": first, "o": offset, "p": provisional},
         )
         return list(data["leaderboard"])
 
@@ -714,11 +719,12 @@ def leaderboard_command(args: argparse.Namespace) -> None:
 
     async def run() -> list[dict[str, Any]]:
         async with ArenaClient(args.url, args.token) as client:
-            return await client.leaderboard(args.ruleset, args.method, args.first, args.offset)
+            return await client.leaderboard(args.ruleset, args.method, args.first, args.offset, not args.established)
 
     rows = _run(run())
     lines = [
-        f"{r['rank']:>4}. {r['bot']['name']:<32} {r['rating']:>8.1f}  {r['games']:>5} games"
+        f"{r['rank']:>4}. {r['bot']['name']:<32} {r['rating']:>8.1f} ± {r['deviation']:<5.0f} {r['games']:>5} games"
+        + ("  (provisional)" if r["provisional"] else "")
         + ("  (house)" if r["bot"]["house"] else "") + ("  (retired)" if r["bot"]["retired"] else "")
         for r in rows
     ] or [f"no rated bots under {args.ruleset} ({args.method}) yet"]

@@ -153,6 +153,11 @@ class Settings(BaseSettings):
         description="/readyz fails (and `worker --check` on a worker's host) once no worker's clock has gone round "
         "for this long; a clock beats about once a second",
     )
+    provisional_games: int = Field(
+        default=15, ge=0,
+        description="a rating is provisional (marked, and left out of leaderboards asked for without provisional "
+        "bots) until its bot has played this many rated matches of the ruleset",
+    )
     webhook_concurrency: int = Field(
         default=256, ge=1, description="webhook calls one worker makes at once, to all bots together"
     )

@@ -73,6 +73,12 @@ def _bench_ratings(args: argparse.Namespace) -> None:
     _print_nested(bench_ratings(args.seeds, args.limit, args.seed), args.json)
 
 
+def _bench_rating_deviations(args: argparse.Namespace) -> None:
+    from bench.ratings import bench_calibration
+
+    _print_nested(bench_calibration(args.seeds, args.seed), args.json)
+
+
 def _bench_webhooks(args: argparse.Namespace) -> None:
     from bench.webhooks import bench_webhooks
 
@@ -529,6 +535,15 @@ def build_parser() -> argparse.ArgumentParser:
     ratings.add_argument("--seed", type=int, default=1, help="the first seed")
     ratings.add_argument("--json", action="store_true", help="print one JSON line")
     ratings.set_defaults(run=_bench_ratings)
+
+    deviations = benches.add_parser(
+        "rating-deviations",
+        help="how often simulated bots' true strength lies within 1.96 deviations of each rating, and how the deviation falls",
+    )
+    deviations.add_argument("--seeds", type=int, default=100, help="simulated fields of 20 bots, averaged")
+    deviations.add_argument("--seed", type=int, default=1, help="the first seed")
+    deviations.add_argument("--json", action="store_true", help="print one JSON line")
+    deviations.set_defaults(run=_bench_rating_deviations)
 
     deadlines = benches.add_parser(
         "deadlines", help="how late the worker's fallback move lands after a missed deadline (Redis, serve, 1 worker)"

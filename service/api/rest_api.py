@@ -21,7 +21,7 @@ from service.domain.services import Services
 
 MATCH_FIELDS = MATCH.selection()
 BOT_FIELDS = (
-    "id name house houseKind description homepage createdAt retired retiredAt ratings { ruleset rating games }"
+    "id name house houseKind description homepage createdAt retired retiredAt ratings { ruleset rating games deviation provisional }"
 )
 #: the caller's own bot: what anyone sees of it, and what only it sees
 ME_FIELDS = f"{BOT_FIELDS} invitationPolicy challengePolicy"
@@ -336,9 +336,12 @@ OPERATIONS: list[Operation] = [
     ),
     Operation(
         "GET", "/api/leaderboard/{ruleset}", "leaderboard", "Bots by rating, highest first", RATINGS,
-        "query($ruleset: Ruleset!, $method: RatingMethod! = ELO, $first: Int! = 50, $offset: Int! = 0) "
-        "{ leaderboard(ruleset: $ruleset, method: $method, first: $first, offset: $offset) "
-        "{ rank bot { id name } rating games method } }",
+        "query($ruleset: Ruleset!, $method: RatingMethod! = ELO, $first: Int! = 50, $offset: Int! = 0, "
+        "$provisional: Boolean! = true) "
+        "{ leaderboard(ruleset: $ruleset, method: $method, first: $first, offset: $offset, provisional: $provisional) "
+        "{ rank bot { id name } rating games method deviation provisional } }",
+        description="Each with its deviation and provisional mark; provisional=false leaves provisional bots out "
+                    "(ranks counted among those shown).",
     ),
 ]
 

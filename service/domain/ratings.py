@@ -9,10 +9,17 @@ from collections.abc import Sequence
 from enum import Enum
 from typing import Any
 
-from ranking.ratings import INITIAL_RATING, elo_update, fit_scores
+from ranking.ratings import (
+    INITIAL_DEVIATION,
+    INITIAL_RATING,
+    elo_deviation_after,
+    elo_deviations,
+    elo_update,
+    fit_scores,
+)
 from service.errors import BadInput
 from service.model.live_match import HouseBotKind, LiveMatch, MatchStatus, SeatHolder
-from service.store.ratings import RatingStore
+from service.store.ratings import LeaderRow, RatingChange, RatingStore, StoredRating
 from wizard import Ruleset
 
 #: how often a rating change is computed again when another match's change got in first
@@ -43,25 +50,55 @@ def house_kind_of(identity: str) -> str | None:
     return None
 
 
-class RatingService:
-    def __init__(self, ratings: RatingStore) -> None:
-        self.ratings = ratings
+def kept_deviation(games: int, deviation: float | None) -> float:
+    """A stored rating's deviation; one kept before deviations were (None) gets the one its
+    games give: the ELO deviation after that many matches at even tables (for a FITTED rating,
+    until the next refit stores its own, a wider one than the fit's)."""
+    return elo_deviation_after(games) if deviation is None else deviation
 
-    async def leaderboard(self, ruleset: str, method: RatingMethod, first: int, offset: int) -> list[dict[str, Any]]:
+
+class RatingService:
+    """Ratings with their doubt: every rating read carries its ``deviation`` (Elo points, one
+    standard deviation) and ``provisional`` (fewer than ``provisional_games`` rated games)."""
+
+    def __init__(self, ratings: RatingStore, provisional_games: int) -> None:
+        self.ratings = ratings
+        self.provisional_games = provisional_games
+
+    def _doubt(self, games: int, deviation: float | None) -> dict[str, Any]:
+        """A rating's deviation and provisional mark."""
+        return {"deviation": kept_deviation(games, deviation), "provisional": games < self.provisional_games}
+
+    async def leaderboard(
+        self, ruleset: str, method: RatingMethod, first: int, offset: int, provisional: bool = True
+    ) -> list[dict[str, Any]]:
         """``first`` bots by rating from ``offset`` (0: the top), each with its rank, id,
-        name, rating and games; BAD_INPUT for an offset out of range."""
+        name, rating, games, deviation and provisional mark; ``provisional`` False leaves
+        provisional bots out (ranks counted among those shown). BAD_INPUT for an offset out
+        of range."""
         if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= MAX_LEADERBOARD_OFFSET:
             raise BadInput(f"offset must be from 0 to {MAX_LEADERBOARD_OFFSET}, not {offset!r}")
-        return await self.ratings.leaderboard(ruleset, method.value, first, offset)
+        min_games = 0 if provisional else self.provisional_games
+        rows: list[LeaderRow] = await self.ratings.leaderboard(ruleset, method.value, first, offset, min_games)
+        return [
+            {"rank": r.rank, "id": r.id, "name": r.name, "rating": r.rating, "games": r.games,
+             **self._doubt(r.games, r.deviation)}
+            for r in rows
+        ]
 
     async def current(self, bot_ids: Sequence[str]) -> list[list[dict[str, Any]]]:
-        """Each bot's rating per ruleset, for many bots in one round trip."""
-        return await self.ratings.current(bot_ids)
+        """Each bot's Elo rating per ruleset (``ruleset``, ``rating``, ``games``,
+        ``deviation``, ``provisional``), for many bots in one round trip."""
+        return [[self._with_doubt(r) for r in rows] for rows in await self.ratings.current(bot_ids)]
 
-    async def fitted(self, bot_id: str) -> list[dict[str, Any]]:
-        """The bot's FITTED rating per ruleset (``ruleset``, ``rating``, ``games``): those
-        rulesets whose latest refit rated it."""
-        return await self.ratings.fitted(bot_id, [r.value for r in Ruleset])
+    async def fitted(self, bot_ids: Sequence[str]) -> list[list[dict[str, Any]]]:
+        """Each bot's FITTED rating per ruleset (as ``current``): those rulesets whose latest
+        refit rated it, for many bots in one round trip."""
+        rulesets = [r.value for r in Ruleset]
+        return [[self._with_doubt(r) for r in rows] for rows in await self.ratings.fitted(bot_ids, rulesets)]
+
+    def _with_doubt(self, row: dict[str, Any]) -> dict[str, Any]:
+        return {**row, **self._doubt(row["games"], row["deviation"])}
 
     async def histories(self, wanted: Sequence[tuple[str, str, int]]) -> list[list[dict[str, Any]]]:
         """For each (bot, ruleset, last): its latest ``last`` rating points, oldest first."""
@@ -79,19 +116,25 @@ class RatingService:
         names = {rated_as(h): (f"House {h.house.title()}" if h.house else h.name) for h in holders}
         unique = list(dict.fromkeys(identities))
         scores = list(match.state.scores)
+        unknown = StoredRating(INITIAL_RATING, 0, INITIAL_DEVIATION)
         for _ in range(APPLY_ATTEMPTS):
             if await self.ratings.is_applied(match.id):
                 return
-            current = dict(zip(unique, await self.ratings.elo(unique, ruleset), strict=True))
-            before = [(current[i] or (INITIAL_RATING, 0))[0] for i in identities]
+            current = {i: r or unknown for i, r in zip(unique, await self.ratings.elo(unique, ruleset), strict=True)}
+            before = [current[i].rating for i in identities]
+            deviations = elo_deviations(
+                identities, before, [kept_deviation(current[i].games, current[i].deviation) for i in identities]
+            )
             after = elo_update(before, scores)
             delta: dict[str, float] = {}
             for identity, old, new in zip(identities, before, after, strict=True):
                 delta[identity] = delta.get(identity, 0.0) + new - old
-            changes = []
-            for identity in unique:
-                rating, games = current[identity] or (INITIAL_RATING, 0)
-                changes.append((identity, names[identity], games, rating, rating + delta[identity]))
+            changes = [
+                RatingChange(
+                    i, names[i], current[i].games, current[i].rating, current[i].rating + delta[i], deviations[i]
+                )
+                for i in unique
+            ]
             result = {"matchId": match.id, "bots": identities, "scores": scores}
             if await self.ratings.apply(match.id, ruleset, changes, result) >= 0:
                 return
@@ -117,6 +160,7 @@ class RatingService:
         results = await self.ratings.results(ruleset)
         fit = fit_scores([(r["bots"], r["scores"]) for r in results])
         await self.ratings.store_fit(
-            ruleset, {str(b): v for b, v in fit.ratings.items()}, {str(b): g for b, g in fit.games.items()}
+            ruleset, {str(b): v for b, v in fit.ratings.items()}, {str(b): g for b, g in fit.games.items()},
+            {str(b): d for b, d in fit.deviations.items()},
         )
         return len(results)

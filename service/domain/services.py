@@ -84,7 +84,7 @@ class Services:
         feed = EventFeed(redis, match_store, settings.max_waits_per_client)
         metrics.follow(feed)
         matches = MatchService(match_store, bot_store, settings, feed, on_change=metrics.on_change)
-        ratings = RatingService(RatingStore(redis))
+        ratings = RatingService(RatingStore(redis), settings.provisional_games)
         tournaments = TournamentService(
             TournamentStore(redis, archive, settings.archive_grace_seconds), matches, ratings, settings
         )

@@ -39,10 +39,12 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
 - ``registrations:<address>`` bots registered from a client address this hour
 - ``matches:unsettled`` sorted set: ended matches not yet settled, by when they ended;
   ``settle-claim:<match>`` held while one's settlement job is queued or running
-- ``{b:<id>}:ratings`` hash: ruleset -> the bot's Elo rating and games; ``{b:<id>}:history:<ruleset>``
+- ``{b:<id>}:ratings`` hash: ruleset -> the bot's Elo rating, games and deviation (JSON; kept
+  before deviations were: no deviation); ``{b:<id>}:history:<ruleset>``
   list: its rating after each rated match; ``leaderboard:<ruleset>:<ELO|FITTED>`` sorted sets;
   ``ratings:applied`` set of matches whose change is applied; ``ratings:results:<ruleset>``
-  list: each rated match's result, for the fit; ``ratings:names``, ``ratings:fitted:<ruleset>``;
+  list: each rated match's result, for the fit; ``ratings:names``, ``ratings:fitted:<ruleset>``
+  hash: bot -> its fitted games and deviation (JSON; kept before deviations were: the games);
   ``ratings:fit-requests`` set: rulesets to refit; ``ratings:fit-queued:<ruleset>`` held while
   a refit waits in the queue
 - ``{tn:<id>}:tournament`` hash: spec, status, entrants (JSON), started, finished;

@@ -81,6 +81,10 @@ def test_leaderboard_prints_the_servers_rows(api, method):
     rows = as_json("leaderboard", "--ruleset", "WIZARD", "--method", method, "--first", "5", "--url", api.base)
     assert isinstance(rows, list) and len(rows) <= 5
     assert [r["rank"] for r in rows] == sorted(r["rank"] for r in rows)
+    assert all(r["deviation"] > 0 and isinstance(r["provisional"], bool) for r in rows)
+    established = as_json("leaderboard", "--ruleset", "WIZARD", "--method", method, "--established", "--url", api.base)
+    assert all(not r["provisional"] for r in established)
+    assert [r["rank"] for r in established] == list(range(1, len(established) + 1))
     text = arena("leaderboard", "--ruleset", "WIZARD_JUNIOR", "--url", api.base).stdout
     assert text.strip()
     bad = arena("leaderboard", "--first", "0", "--url", api.base, ok=False)

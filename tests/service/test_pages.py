@@ -35,8 +35,8 @@ from tests.service.test_tournaments import CANCEL, Player, consenting, create, g
 RATED_MATCHES = 2
 STATS = """query($b: ID!, $r: Ruleset!) { bot(id: $b) {
   stats(ruleset: $r) { matches meanScore meanPlace bidAccuracy timeouts }
-  ratings { ruleset rating games } } }"""
-BOARD = "query($r: Ruleset!) { leaderboard(ruleset: $r, first: 500) { rank bot { id } rating } }"
+  ratings { ruleset rating games deviation provisional } } }"""
+BOARD = "query($r: Ruleset!) { leaderboard(ruleset: $r, first: 500) { rank bot { id } rating deviation provisional } }"
 FITTED_BOARD = "query($r: Ruleset!) { leaderboard(ruleset: $r, method: FITTED, first: 500) { rank bot { id } rating } }"
 STANDINGS = "query($t: ID!) { tournament(id: $t) { standings { rank bot { id name } points } } }"
 SCORES = "query($m: ID!) { match(id: $m) { status seats { bot { id } score } winners } }"
@@ -141,6 +141,13 @@ def test_a_leaderboard_page_ranks_bots_with_tabs_and_pages(api, played):
     html = page(api, f"/leaderboard/{RULESET}?offset={offset}" if offset else f"/leaderboard/{RULESET}")
     row = row_of(html, f'href="/bots/{played.a_id}"')
     assert f">{entry['rank']}<" in row and f">{round(entry['rating'])}<" in row
+    assert f">± {round(entry['deviation'])}<" in row
+    assert ('class="tag provisional"' in row) is entry["provisional"] is True  # a few rated matches only
+    assert f'<a href="/leaderboard/{RULESET}?method=ELO&amp;provisional=false">' in html
+    established = page(api, f"/leaderboard/{RULESET}?provisional=false")
+    assert f'href="/bots/{played.a_id}"' not in established and 'class="tag provisional"' not in established
+    assert "Provisional bots are left out" in established
+    assert 'href="/leaderboard/WIZARD?method=ELO&amp;provisional=false"' in established  # the tabs keep it
     assert f'class="current" aria-current="page">{RULESET}<' in html
     assert 'class="current" aria-current="page">ELO<' in html
     # the fitted ratings, once the worker has refitted the ruleset with the module's rated matches
@@ -165,6 +172,7 @@ def test_a_leaderboard_page_ranks_bots_with_tabs_and_pages(api, played):
     ("/leaderboard/CHESS", "ruleset must be one of WIZARD, WIZARD_JUNIOR, WIZARD_JUNIOR_CLASSIC, not &#39;CHESS&#39;"),
     ("/leaderboard/WIZARD?method=GLICKO", "method must be one of ELO, FITTED, not &#39;GLICKO&#39;"),
     ("/leaderboard/WIZARD?offset=-3", "offset must be a whole number"),
+    ("/leaderboard/WIZARD?provisional=no", "provisional must be one of true, false, not &#39;no&#39;"),
     ("/tournaments?status=DONE", "status must be one of SCHEDULED, RUNNING, FINISHED, CANCELLED"),
     ("/tournaments?after=nonsense", "after must be a cursor this listing gave"),
     ("/tournaments?first=0", "first must be a whole number from 1 to 100, not 0"),
@@ -187,6 +195,7 @@ def test_a_bot_page_shows_ratings_a_chart_per_ruleset_matches_and_stats(api, pla
     assert rating["games"] == RATED_MATCHES
     ratings = row_of(html, f'href="/leaderboard/{RULESET}">{RULESET}</a>')
     assert f">{round(rating['rating'])}<" in ratings and f">{RATED_MATCHES}<" in ratings
+    assert f">± {round(rating['deviation'])} <span class=\"tag provisional\"" in ratings  # a few matches only
 
     [points] = re.findall(r'<polyline class="line" points="([^"]*)"', html)
     assert len(points.split()) == RATED_MATCHES

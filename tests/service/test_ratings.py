@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 from rq import Queue
 
-from ranking.ratings import INITIAL_RATING, elo_update
-from service.store.keys import history_key
+from ranking.ratings import INITIAL_DEVIATION, INITIAL_RATING, elo_deviation_after, elo_update
+from service.store.keys import history_key, leaderboard_key, ratings_key
 from tests.service.arena_client import REPO
 from tests.service.test_tournaments import Player, check_standings, consenting, create, get, wait_status, wait_until
 from worker import jobs
@@ -326,3 +326,124 @@ def test_the_fitted_leaderboard_after_a_tournament_and_after_refit(api, worker, 
     assert api.data(REFIT, {"r": RULESET}, a)["refitRatings"] is True
     entries = wait_until(lambda: fitted({a_id, b_id}, 1, RULESET), "the refit")
     check_board(entries, "FITTED")
+
+
+# ---------------------------------------------------------------------- doubt: deviations and provisional marks
+
+DOUBT = """query($b: ID!, $m: RatingMethod!) { bot(id: $b) { ratings(method: $m) { ruleset rating games deviation provisional } } }"""
+DOUBT_BOARD = """query($r: Ruleset!, $m: RatingMethod!, $p: Boolean!) {
+  leaderboard(ruleset: $r, first: 500, method: $m, provisional: $p) { rank bot { id name } rating games method deviation provisional } }"""
+
+
+def doubt(api: Any, bot_id: str, method: str) -> list[dict[str, Any]]:
+    return api.data(DOUBT, {"b": bot_id, "m": method})["bot"]["ratings"]  # type: ignore[no-any-return]
+
+
+def doubt_board(api: Any, method: str, provisional: bool = True, ruleset: str = RULESET) -> list[dict[str, Any]]:
+    return api.data(DOUBT_BOARD, {"r": ruleset, "m": method, "p": provisional})["leaderboard"]  # type: ignore[no-any-return]
+
+
+def test_a_rated_match_gives_both_methods_a_deviation_and_a_provisional_mark(api, worker, redis_client):
+    (a, a_id), (b, b_id) = api.register(), api.register()
+    deviations = []
+    with Player(api, a), Player(api, b):
+        for _ in range(2):  # one after the other: each narrows the deviation
+            ids = start_matches(api, [a, b], 1)
+            wait_finished(api, ids)
+            wait_until(lambda: redis_client.sismember("ratings:applied", ids[0]), "the rating change")  # noqa: B023
+            [elo] = doubt(api, a_id, "ELO")
+            deviations.append(elo["deviation"])
+    assert elo["ruleset"] == RULESET and elo["games"] == 2 and elo["provisional"] is True  # 2 < 15 games
+    assert INITIAL_DEVIATION > deviations[0] > deviations[1] > 0
+    # kept beside the rating, in the same write
+    stored = json.loads(redis_client.hget(ratings_key(a_id), RULESET))
+    assert stored == {"rating": pytest.approx(elo["rating"]), "games": 2, "deviation": pytest.approx(elo["deviation"])}
+    entries = {e["bot"]["id"]: e for e in doubt_board(api, "ELO")}
+    assert entries[a_id]["rating"] == pytest.approx(elo["rating"])  # the board's score: the same, all digits kept
+    assert {k: entries[a_id][k] for k in ("games", "deviation", "provisional")} == {
+        k: elo[k] for k in ("games", "deviation", "provisional")
+    }
+
+    # FITTED, once refitted: the fit's own deviation, the same provisional rule
+    api.data(REFIT, {"r": RULESET}, a)
+    [fitted] = wait_until(lambda: [r for r in doubt(api, a_id, "FITTED") if r["games"] == 2], "a's fitted rating")
+    assert fitted["ruleset"] == RULESET and fitted["provisional"] is True and 0 < fitted["deviation"] < INITIAL_DEVIATION
+    fitted_entries = {e["bot"]["id"]: e for e in doubt_board(api, "FITTED")}
+    assert fitted_entries[a_id]["deviation"] == pytest.approx(fitted["deviation"])
+    assert fitted_entries[a_id]["provisional"] is True and fitted_entries[a_id]["method"] == "FITTED"
+    assert doubt(api, b_id, "ELO")[0]["provisional"] is True
+
+
+def plant_old_rating(redis_client: Any, bot_id: str, name: str, rating: float, games: int) -> None:
+    """A rating as kept before deviations were: no deviation beside it (ELO and FITTED)."""
+    redis_client.hset(ratings_key(bot_id), RULESET, json.dumps({"rating": rating, "games": games}))
+    redis_client.zadd(leaderboard_key(RULESET, "ELO"), {bot_id: rating})
+    redis_client.hset("ratings:names", bot_id, name)
+    redis_client.zadd(leaderboard_key(RULESET, "FITTED"), {bot_id: rating})
+    redis_client.hset(f"ratings:fitted:{RULESET}", bot_id, games)
+
+
+def test_ratings_kept_before_deviations_read_with_one_from_their_games(api, worker, redis_client):
+    old_token, old_id = api.register()
+    plant_old_rating(redis_client, old_id, "old timer", 1612.5, 40)
+    for method in ("ELO", "FITTED"):
+        [rating] = doubt(api, old_id, method)
+        assert rating == {"ruleset": RULESET, "rating": 1612.5, "games": 40,
+                          "deviation": pytest.approx(elo_deviation_after(40)), "provisional": False}
+        [entry] = [e for e in doubt_board(api, method) if e["bot"]["id"] == old_id]
+        assert entry["deviation"] == pytest.approx(elo_deviation_after(40)) and entry["provisional"] is False
+    # its next rated match starts from that deviation and keeps one from then on
+    (b, _) = api.register()
+    with Player(api, old_token), Player(api, b):
+        [match_id] = start_matches(api, [old_token, b], 1)
+        wait_finished(api, [match_id])
+    wait_until(lambda: redis_client.sismember("ratings:applied", match_id), "the rating change")
+    stored = json.loads(redis_client.hget(ratings_key(old_id), RULESET))
+    assert stored["games"] == 41 and 0 < stored["deviation"] < elo_deviation_after(40) + 1
+
+
+def test_provisional_false_leaves_provisional_bots_out_and_ranks_the_rest(api, worker, redis_client):
+    (a, a_id), (b, b_id) = api.register(), api.register()
+    with Player(api, a), Player(api, b):
+        ids = start_matches(api, [a, b], 1)
+        wait_finished(api, ids)
+    wait_until(lambda: redis_client.sismember("ratings:applied", ids[0]), "the rating change")
+    settled = []
+    for i, rating in enumerate((1900.0, 1100.0)):  # established bots above and below the new ones
+        _, bot_id = api.register()
+        plant_old_rating(redis_client, bot_id, f"settled {i}", rating, 30)
+        settled.append(bot_id)
+
+    for method in ("ELO", "FITTED"):
+        whole = doubt_board(api, method)
+        shown = doubt_board(api, method, provisional=False)
+        established = [e for e in whole if not e["provisional"]]
+        assert [e["bot"]["id"] for e in shown] == [e["bot"]["id"] for e in established]
+        assert [e["rank"] for e in shown] == list(range(1, len(shown) + 1))  # counted among those shown
+        assert all(e["games"] >= 15 and not e["provisional"] for e in shown)
+        assert set(settled) <= {e["bot"]["id"] for e in shown}
+        if method == "ELO":
+            assert {a_id, b_id} <= {e["bot"]["id"] for e in whole} and not {a_id, b_id} & {e["bot"]["id"] for e in shown}
+    # paged: the same list, a slice at a time
+    shown = doubt_board(api, "ELO", False)
+    pages = []
+    for offset in range(0, len(shown) + 2, 2):
+        pages += api.data(
+            "query($r: Ruleset!, $o: Int!) { leaderboard(ruleset: $r, first: 2, offset: $o, provisional: false) "
+            "{ rank bot { id } } }", {"r": RULESET, "o": offset},
+        )["leaderboard"]
+    assert [(e["rank"], e["bot"]["id"]) for e in pages] == [(e["rank"], e["bot"]["id"]) for e in shown]
+
+    # REST: the same board, and the web page
+    rest = api.http.get(f"/api/leaderboard/{RULESET}", params={"provisional": "false"}).json()
+    assert [e["bot"]["id"] for e in rest] == [e["bot"]["id"] for e in shown]
+    assert all("deviation" in e and e["provisional"] is False for e in rest)
+    assert api.http.get(f"/api/leaderboard/{RULESET}", params={"provisional": "maybe"}).status_code == 400
+    html = api.http.get(f"/leaderboard/{RULESET}").text
+    row = html[html.index(f'href="/bots/{a_id}"'):]
+    row = row[:row.index("</tr>")]
+    entry = next(e for e in doubt_board(api, "ELO") if e["bot"]["id"] == a_id)
+    assert "provisional</span>" in row and f"± {round(entry['deviation'])}<" in row
+    hidden = api.http.get(f"/leaderboard/{RULESET}", params={"provisional": "false"}).text
+    assert f'href="/bots/{a_id}"' not in hidden and f'href="/bots/{settled[0]}"' in hidden
+    assert f"/leaderboard/{RULESET}?method=ELO&amp;provisional=false" in html  # the toggle

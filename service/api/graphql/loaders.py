@@ -20,13 +20,18 @@ class Loaders:
         self._bots = bots
         #: a bot's id -> its profile (description, homepage, retired; None: no such bot)
         self.profiles: DataLoader[str, BotProfile | None] = DataLoader(self._profiles, cache=False)
-        #: a bot's id -> its current rating per ruleset
+        #: a bot's id -> its current Elo rating per ruleset
         self.ratings: DataLoader[str, list[dict[str, Any]]] = DataLoader(self._current, cache=False)
+        #: a bot's id -> its FITTED rating per ruleset
+        self.fitted: DataLoader[str, list[dict[str, Any]]] = DataLoader(self._fitted, cache=False)
         #: (bot, ruleset, last) -> its latest ``last`` history points
         self.history: DataLoader[tuple[str, str, int], list[dict[str, Any]]] = DataLoader(self._histories, cache=False)
 
     async def _current(self, bot_ids: Sequence[str]) -> list[list[dict[str, Any]]]:
         return await self._ratings.current(bot_ids)
+
+    async def _fitted(self, bot_ids: Sequence[str]) -> list[list[dict[str, Any]]]:
+        return await self._ratings.fitted(bot_ids)
 
     async def _profiles(self, bot_ids: Sequence[str]) -> list[BotProfile | None]:
         return await self._bots.profiles(list(bot_ids))

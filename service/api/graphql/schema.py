@@ -240,19 +240,20 @@ class Query:
             return None
 
     @strawberry.field(
-        description="Bots by rating, highest first (method: which rating; default ELO).",
+        description="Bots by rating, highest first (method: which rating; default ELO), each with its deviation and "
+        "provisional mark. provisional: false leaves provisional bots out, ranks counted among those shown.",
         metadata=LEADERBOARD.metadata(),
     )
     async def leaderboard(
         self, info: Ctx, ruleset: Ruleset, first: int = LEADERBOARD.default, offset: int = 0,  # type: ignore[assignment]
-        method: RatingMethod = RatingMethod.ELO,
+        method: RatingMethod = RatingMethod.ELO, provisional: bool = True,
     ) -> list[LeaderboardEntry]:
         LEADERBOARD.check(first)
-        rows = await info.context.services.ratings.leaderboard(ruleset.value, method, first, offset)
+        rows = await info.context.services.ratings.leaderboard(ruleset.value, method, first, offset, provisional)
         return [
             LeaderboardEntry(
                 rank=r["rank"], bot=Bot(id=strawberry.ID(r["id"]), name=r["name"]), rating=r["rating"],
-                games=r["games"], method=method,
+                games=r["games"], method=method, deviation=r["deviation"], provisional=r["provisional"],
             )
             for r in rows
         ]

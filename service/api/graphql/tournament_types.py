@@ -23,11 +23,6 @@ LEADERBOARD = ListBound(500, argument="first", default=50)
 
 strawberry.enum(TournamentFormat, name="TournamentFormat")
 strawberry.enum(TournamentStatus, name="TournamentStatus")
-strawberry.enum(
-    RatingMethod, name="RatingMethod",
-    description="ELO: moved by every rated match as it ends. FITTED: a fit of the whole history of "
-    "final scores (refitted after each tournament and on demand).",
-)
 
 
 @strawberry.type
@@ -118,6 +113,10 @@ class LeaderboardEntry:
     rating: float
     games: int
     method: RatingMethod
+    deviation: float = strawberry.field(description="As Rating.deviation: one standard deviation, Elo points.")
+    provisional: bool = strawberry.field(
+        description="As Rating.provisional: fewer rated matches than the provisional threshold."
+    )
 
 
 @strawberry.input

@@ -16,6 +16,7 @@ from service.api.graphql.context import RequestContext
 from service.api.graphql.limits import ListBound
 from service.domain import bots, listings, webhooks
 from service.domain.listings import DEFAULT_FIRST, MAX_FIRST
+from service.domain.ratings import RatingMethod
 from service.errors import BadInput, Forbidden
 from service.model.challenge import ChallengePolicy
 from service.model.invitation import InvitationPolicy
@@ -48,6 +49,11 @@ strawberry.enum(Phase, name="Phase")
 strawberry.enum(MatchStatus, name="MatchStatus")
 strawberry.enum(HouseBotKind, name="HouseBotKind", description="Built-in bots the server plays itself.")
 strawberry.enum(
+    RatingMethod, name="RatingMethod",
+    description="ELO: moved by every rated match as it ends. FITTED: a fit of the whole history of "
+    "final scores (refitted after each tournament and on demand).",
+)
+strawberry.enum(
     InvitationPolicy, name="InvitationPolicy",
     description="A bot's standing answer to each invitation it gets: ACCEPT_ALL enters it at once, DECLINE_ALL "
     "declines at once, ASK (the default) leaves the invitation PENDING for the bot to answer.",
@@ -60,11 +66,28 @@ strawberry.enum(
 )
 
 
-@strawberry.type(description="A bot's rating under one ruleset (filled by rated matches).")
+@strawberry.type(description="A bot's rating under one ruleset (filled by rated matches), with its doubt.")
 class Rating:
     ruleset: Ruleset
     rating: float
     games: int
+    deviation: float = strawberry.field(
+        description="One standard deviation of the rating, Elo points: the true strength lies within 1.96 "
+        "deviations of the rating about 95 times in 100. ELO: Glicko-2's rating deviation, tracked beside the Elo "
+        "rating (350 for a new bot, narrowing with every rated match to a floor of about 60, as a fixed-K Elo "
+        "rating keeps moving); FITTED: the fit's posterior spread of the bot's strength."
+    )
+    provisional: bool = strawberry.field(
+        description="Fewer rated matches of the ruleset than the server's provisional threshold "
+        "(ARENA_PROVISIONAL_GAMES, 15 by default): the rating is still finding its level."
+    )
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> Rating:
+        return cls(
+            ruleset=Ruleset(row["ruleset"]), rating=row["rating"], games=row["games"],
+            deviation=row["deviation"], provisional=row["provisional"],
+        )
 
 
 @strawberry.type(description="One of a bot's tokens; its secret is shown only by createToken, once.")
@@ -173,12 +196,14 @@ class Bot:
         return [TokenInfo.of(t) for t in await info.context.services.bots.tokens(caller)]
 
     @strawberry.field(
-        description="Elo ratings per ruleset; empty until the bot has played a rated match.",
+        description="Ratings per ruleset, each with its deviation and provisional mark (method: which rating; "
+        "default ELO). ELO: empty until the bot has played a rated match; FITTED: the rulesets whose latest refit "
+        "rated it.",
         metadata=ListBound(len(Ruleset)).metadata(),
     )
-    async def ratings(self, info: Info[RequestContext, None]) -> list[Rating]:
-        rows = await info.context.loaders.ratings.load(str(self.id))
-        return [Rating(ruleset=Ruleset(r["ruleset"]), rating=r["rating"], games=r["games"]) for r in rows]
+    async def ratings(self, info: Info[RequestContext, None], method: RatingMethod = RatingMethod.ELO) -> list[Rating]:
+        loader = info.context.loaders.fitted if method is RatingMethod.FITTED else info.context.loaders.ratings
+        return [Rating.of(r) for r in await loader.load(str(self.id))]
 
     @strawberry.field(
         description="The Elo rating after each rated match, oldest first: the latest `last` of them "

@@ -74,18 +74,29 @@ def routes(pages: Pages) -> list[Route]:
         one_of(ruleset, RULESETS, "ruleset")
         method = one_of(request.query_params.get("method", RatingMethod.ELO.value), METHODS, "method")
         offset = whole_number(request, "offset", 0)
+        provisional = one_of(request.query_params.get("provisional", "true"), ["true", "false"], "provisional") == "true"
         # one more than a page: whether a next page exists
-        rows = await services.ratings.leaderboard(ruleset, RatingMethod(method), LEADERBOARD_PAGE + 1, offset)
+        rows = await services.ratings.leaderboard(
+            ruleset, RatingMethod(method), LEADERBOARD_PAGE + 1, offset, provisional
+        )
         path = f"/leaderboard/{ruleset}"
+        hidden = None if provisional else "false"  # the links keep provisional bots left out
         return pages.render(
             "leaderboard.html",
             ruleset=ruleset,
             method=method,
+            provisional=provisional,
+            provisional_games=services.ratings.provisional_games,
             rows=leaderboard_rows(rows[:LEADERBOARD_PAGE]),
-            ruleset_tabs=[(r, link(f"/leaderboard/{r}", method=method), r == ruleset) for r in RULESETS],
-            method_tabs=[(m, link(path, method=m), m == method) for m in METHODS],
-            previous=link(path, method=method, offset=max(0, offset - LEADERBOARD_PAGE) or None) if offset else None,
-            next=link(path, method=method, offset=offset + LEADERBOARD_PAGE) if len(rows) > LEADERBOARD_PAGE else None,
+            ruleset_tabs=[
+                (r, link(f"/leaderboard/{r}", method=method, provisional=hidden), r == ruleset) for r in RULESETS
+            ],
+            method_tabs=[(m, link(path, method=m, provisional=hidden), m == method) for m in METHODS],
+            provisional_toggle=link(path, method=method, provisional="false" if provisional else None),
+            previous=link(path, method=method, provisional=hidden, offset=max(0, offset - LEADERBOARD_PAGE) or None)
+            if offset else None,
+            next=link(path, method=method, provisional=hidden, offset=offset + LEADERBOARD_PAGE)
+            if len(rows) > LEADERBOARD_PAGE else None,
         )
 
     async def bot(request: Request, services: Services) -> Response:
@@ -94,7 +105,7 @@ def routes(pages: Pages) -> list[Route]:
         if found is None:
             raise NotFound(f"no bot with id {bot_id!r}")
         [elo] = await services.ratings.current([bot_id])
-        fitted = await services.ratings.fitted(bot_id)
+        [fitted] = await services.ratings.fitted([bot_id])
         played = [r["ruleset"] for r in elo]
         histories = await services.ratings.histories([(bot_id, ruleset, CHART_POINTS) for ruleset in played])
         recent = await services.listings.match_page(MatchFilter(bot_id=bot_id), MATCHES_LISTED, None)
@@ -207,12 +218,28 @@ class LeaderboardRow:
     house: str | None
     rating: float
     games: int
+    deviation: float
+    provisional: bool
 
 
 def leaderboard_rows(rows: Sequence[dict[str, Any]]) -> list[LeaderboardRow]:
     return [
-        LeaderboardRow(r["rank"], r["id"], r["name"], house_kind_of(r["id"]), r["rating"], r["games"]) for r in rows
+        LeaderboardRow(
+            r["rank"], r["id"], r["name"], house_kind_of(r["id"]), r["rating"], r["games"], r["deviation"],
+            r["provisional"],
+        )
+        for r in rows
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class MethodRating:
+    """One rating of a bot, as the pages show it."""
+
+    rating: float
+    games: int
+    deviation: float
+    provisional: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,23 +247,17 @@ class RulesetRating:
     """A bot's ratings under one ruleset: Elo, and the fit's once a refit has rated it."""
 
     ruleset: str
-    elo: float | None
-    elo_games: int
-    fitted: float | None
-    fitted_games: int
+    elo: MethodRating | None
+    fitted: MethodRating | None
 
 
 def ruleset_ratings(elo: Sequence[dict[str, Any]], fitted: Sequence[dict[str, Any]]) -> list[RulesetRating]:
-    by_elo = {r["ruleset"]: r for r in elo}
-    by_fit = {r["ruleset"]: r for r in fitted}
+    def shown(rows: Sequence[dict[str, Any]]) -> dict[str, MethodRating]:
+        return {r["ruleset"]: MethodRating(r["rating"], r["games"], r["deviation"], r["provisional"]) for r in rows}
+
+    by_elo, by_fit = shown(elo), shown(fitted)
     return [
-        RulesetRating(
-            ruleset,
-            by_elo[ruleset]["rating"] if ruleset in by_elo else None,
-            by_elo[ruleset]["games"] if ruleset in by_elo else 0,
-            by_fit[ruleset]["rating"] if ruleset in by_fit else None,
-            by_fit[ruleset]["games"] if ruleset in by_fit else 0,
-        )
+        RulesetRating(ruleset, by_elo.get(ruleset), by_fit.get(ruleset))
         for ruleset in RULESETS
         if ruleset in by_elo or ruleset in by_fit
     ]
