@@ -11,6 +11,8 @@
   scores themselves, not just the order, is what makes it converge in fewer matches than
   Elo or TrueSkill (``wizard-arena bench ratings``). The strengths are put on the Elo
   scale so that a difference of 400 means the stronger bot finishes ahead 10 times in 11.
+  Each rating's deviation is the posterior standard deviation of its strength, on the
+  same scale: it falls as one over the square root of the seats the bot has taken.
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ class Fit:
     strengths: dict[Hashable, float]  # score scale (a warm start for the next fit)
     games: dict[Hashable, int]
     noise: float  # the fitted spread of one score around its bot's strength
+    #: Elo scale: each rating's standard deviation, the posterior spread of its bot's
+    #: strength (noise_var / (seats + noise_var / strength_var)), scaled as the ratings are.
+    deviations: dict[Hashable, float]
 
 
 def fit_scores(
@@ -87,7 +92,7 @@ def fit_scores(
             total += scores[seat]
             count += 1
     if not strength:
-        return Fit({}, {}, {}, 1.0)
+        return Fit({}, {}, {}, 1.0, {})
     mean = total / count
     table = [0.0] * len(matches)
     stats = _table_stats(matches, strength)
@@ -120,13 +125,17 @@ def fit_scores(
             largest = max(largest, abs(math.sqrt(now) - math.sqrt(before)))
         if largest < tolerance:
             break
-    noise_var = variances[0]
+    noise_var, _, strength_var = variances
     middle = sum(strength.values()) / len(strength)
     noise = math.sqrt(noise_var)
     # P(one bot finishes ahead of another at the same table) = Phi(difference / (noise * sqrt 2))
     scale = 400.0 * _PROBIT_TO_LOGIT / (math.log(10.0) * noise * math.sqrt(2.0))
     ratings = {bot: INITIAL_RATING + (v - middle) * scale for bot, v in strength.items()}
-    return Fit(ratings, dict(strength), games, noise)
+    # The posterior variance of a strength given the rest: one Gaussian prior (strength_var)
+    # and one observation of noise_var per seat it has taken.
+    shrink = noise_var / strength_var
+    deviations = {bot: math.sqrt(noise_var / (len(places) + shrink)) * scale for bot, places in seen.items()}
+    return Fit(ratings, dict(strength), games, noise, deviations)
 
 
 def _table_stats(

@@ -320,9 +320,29 @@ def test_fit_scores_of_a_mixed_field_is_a_fixed_point():
         assert again.ratings == pytest.approx(fit.ratings, abs=0.05)
 
 
+def test_fit_scores_gives_every_rating_a_deviation_that_shrinks_with_its_seats():
+    skills = {f"bot{i}": 10.0 * i for i in range(8)}
+    matches = _simulate(skills, 300, 4, seed=2)
+    # a newcomer with few matches among the settled field
+    matches += [(["new", *table[1:]], scores) for table, scores in _simulate(skills, 5, 4, seed=3)]
+    fit = fit_scores(matches)
+    assert set(fit.deviations) == set(fit.ratings)
+    assert all(d > 0 and math.isfinite(d) for d in fit.deviations.values())
+    settled = max(fit.deviations[b] for b in skills)
+    assert fit.deviations["new"] > 2 * settled  # 5 matches against about 150
+    # in the model's terms: noise_var / (seats + shrink), on the Elo scale; with ~150 seats
+    # the prior hardly counts, so it is about the Elo scale's noise over sqrt(seats)
+    scale = 400 * 1.702 / (math.log(10) * math.sqrt(2))  # Elo points per noise
+    for bot in skills:
+        assert fit.deviations[bot] == pytest.approx(scale / math.sqrt(fit.games[bot]), rel=0.05)
+    # more of the same history: every deviation falls
+    longer = fit_scores(_simulate(skills, 600, 4, seed=2))
+    assert all(longer.deviations[b] < fit.deviations[b] for b in skills)
+
+
 def test_fit_scores_of_nothing_is_empty():
     fit = fit_scores([])
-    assert fit.ratings == {} and fit.games == {}
+    assert fit.ratings == {} and fit.games == {} and fit.deviations == {}
     assert all(math.isfinite(v) for v in fit_scores([(["x", "y"], [1, 1])]).ratings.values())
 
 
