@@ -6,11 +6,14 @@ Every field can be set by an environment variable ``ARENA_<FIELD>`` (for example
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import AliasChoices, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from wizard import HOUSE_BOTS
 
 
 class Settings(BaseSettings):
@@ -172,3 +175,36 @@ class Settings(BaseSettings):
         description="let webhooks reach loopback, private, link-local and multicast addresses (tests, a closed "
         "network); off, such URLs are refused where they resolve to such an address",
     )
+    ladder_house_bots: Annotated[list[str], NoDecode] = Field(
+        default=["HEURISTIC", "RANDOM"],
+        description="the house bot kinds every ladder has as permanent members (comma-separated, "
+        "`HEURISTIC,RANDOM`; empty: none), so that a lone bot always finds opponents; each kind shares one rating",
+    )
+    ladder_pair_seconds: float = Field(
+        default=2.0, gt=0, description="how often the workers run each ladder's pairing pass (one at a time)"
+    )
+    ladder_max_matches: int = Field(
+        default=2, ge=1, description="ladder matches one bot sits in at once at most (house bots: no limit)"
+    )
+    ladder_pause_after_timeouts: int = Field(
+        default=3, ge=1,
+        description="ladder tables in a row in which a bot let a move time out, after which it is paused (not "
+        "paired) until it answers again: waits for a turn (awaitTurn, nextTurn, myTurns, GET /api/turns) or "
+        "calls joinLadder",
+    )
+    ladder_move_timeout_ms: int = Field(default=10_000, ge=1, description="the move timeout of ladder matches")
+
+    @field_validator("ladder_house_bots", mode="before")
+    @classmethod
+    def _house_kinds(cls, value: object) -> object:
+        """A comma-separated list (or a JSON one, or a list), each a house bot kind."""
+        if isinstance(value, str):
+            text = value.strip()
+            value = json.loads(text) if text.startswith("[") else [k.strip() for k in text.split(",") if k.strip()]
+        if isinstance(value, list):
+            value = [str(k).upper() for k in value]
+            unknown = [k for k in value if k not in HOUSE_BOTS]
+            if unknown:
+                raise ValueError(f"house bot kinds are {', '.join(HOUSE_BOTS)}, not {', '.join(unknown)}")
+            value = list(dict.fromkeys(value))
+        return value

@@ -1,0 +1,214 @@
+"""Ladders in Redis: their members, each bot's memberships and pause, the tables in play and
+how often each pair of bots met, and the lock of the one pairing pass running.
+
+Everything that must happen once is one script: a table is stored once (and its meetings
+counted with it), and ended once (and its bots' timeout streaks, and pauses, moved with it)."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from redis.asyncio import Redis
+
+from service.store.clock import now_ms
+from service.store.keys import (
+    LADDERS,
+    bot_key,
+    bot_ladder_state_key,
+    bot_ladders_key,
+    ladder_lock_key,
+    ladder_meetings_key,
+    ladder_members_key,
+    ladder_tables_key,
+    ladder_tables_made_key,
+    leaderboard_key,
+    ratings_key,
+)
+
+# Store a new table once, and count the meetings of its bots with it.
+# KEYS: tables, meetings. ARGV: table id, table JSON, then each pair (``a|b``).
+STORE_TABLE = """
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
+for i = 3, #ARGV do redis.call('HINCRBY', KEYS[2], ARGV[i], 1) end
+return 1
+"""
+
+# End a table once: off the tables in play, and each registered bot's streak of tables with a
+# timed-out move moved (one more, or back to 0); a streak reaching the limit pauses the bot.
+# KEYS: tables, then each bot's ladder state. ARGV: table id, limit, time ms, reason, then
+# '1' or '0' per bot (it timed out at this table).
+END_TABLE = """
+if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end
+for i = 2, #KEYS do
+  if ARGV[3 + i] == '1' then
+    local streak = redis.call('HINCRBY', KEYS[i], 'timeouts', 1)
+    if streak >= tonumber(ARGV[2]) and redis.call('HEXISTS', KEYS[i], 'paused') == 0 then
+      redis.call('HSET', KEYS[i], 'paused', ARGV[3], 'reason', ARGV[4])
+    end
+  else
+    redis.call('HSET', KEYS[i], 'timeouts', 0)
+  end
+end
+return 1
+"""
+
+UNLOCK = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """Why and since when (ms) a bot is paused."""
+
+    since_ms: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemberFacts:
+    """What a pairing pass reads of one member (or a house bot's rating identity)."""
+
+    name: str | None
+    retired: bool
+    paused: Pause | None
+    fitted: float | None
+    elo: float | None
+    games: int
+
+
+def _pause(fields: Sequence[bytes | None]) -> Pause | None:
+    since, reason = fields
+    return None if since is None else Pause(int(since), (reason or b"").decode())
+
+
+class LadderStore:
+    def __init__(self, redis: Redis) -> None:
+        self.redis = redis
+        self._store_table = redis.register_script(STORE_TABLE)
+        self._end_table = redis.register_script(END_TABLE)
+        self._unlock = redis.register_script(UNLOCK)
+
+    # ------------------------------------------------------------------ memberships
+    async def join(self, ladder: str, bot_id: str) -> int:
+        """Make the bot a member (again: nothing changes) and lift its pause; when it joined (ms)."""
+        at = now_ms()
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.sadd(LADDERS, ladder)
+            pipe.zadd(ladder_members_key(ladder), {bot_id: at}, nx=True)
+            pipe.hsetnx(bot_ladders_key(bot_id), ladder, at)
+            pipe.hdel(bot_ladder_state_key(bot_id), "paused", "reason", "timeouts")
+            pipe.hget(bot_ladders_key(bot_id), ladder)
+            answers = await pipe.execute()
+        return int(answers[-1])
+
+    async def leave(self, ladder: str, bot_id: str) -> None:
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.zrem(ladder_members_key(ladder), bot_id)
+            pipe.hdel(bot_ladders_key(bot_id), ladder)
+            await pipe.execute()
+
+    async def memberships(self, bot_id: str) -> tuple[dict[str, int], Pause | None]:
+        """The bot's ladders (ladder -> when it joined, ms) and its pause."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hgetall(bot_ladders_key(bot_id))
+            pipe.hmget(bot_ladder_state_key(bot_id), ["paused", "reason"])
+            joined, pause = await pipe.execute()
+        return {k.decode(): int(v) for k, v in joined.items()}, _pause(pause)
+
+    async def resume(self, bot_id: str) -> bool:
+        """Lift the bot's pause; whether it was paused."""
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hdel(bot_ladder_state_key(bot_id), "paused", "reason")
+            pipe.hset(bot_ladder_state_key(bot_id), "timeouts", 0)
+            removed, _ = await pipe.execute()
+        return bool(removed)
+
+    async def is_paused(self, bot_id: str) -> bool:
+        return bool(await self.redis.hexists(bot_ladder_state_key(bot_id), "paused"))
+
+    async def ladders(self) -> list[str]:
+        """Every ladder any bot ever joined."""
+        return sorted(name.decode() for name in await self.redis.smembers(LADDERS))
+
+    async def members(self, ladder: str, first: int) -> list[tuple[str, int]]:
+        """The ladder's first ``first`` members by when they joined: (bot id, joined ms)."""
+        rows = await self.redis.zrange(ladder_members_key(ladder), 0, first - 1, withscores=True)
+        return [(bot.decode(), int(at)) for bot, at in rows]
+
+    async def pauses(self, bot_ids: Sequence[str]) -> list[Pause | None]:
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for bot_id in bot_ids:
+                pipe.hmget(bot_ladder_state_key(bot_id), ["paused", "reason"])
+            return [_pause(fields) for fields in await pipe.execute()]
+
+    # ------------------------------------------------------------------ pairing
+    async def lock(self, ladder: str, seconds: float) -> str | None:
+        token = secrets.token_hex(8)
+        return token if await self.redis.set(ladder_lock_key(ladder), token, nx=True, px=int(seconds * 1000)) else None
+
+    async def unlock(self, ladder: str, token: str) -> None:
+        await self._unlock(keys=[ladder_lock_key(ladder)], args=[token])
+
+    async def facts(self, ladder: str, ruleset: str, identities: Sequence[str]) -> list[MemberFacts]:
+        """Each bot's name, retirement, pause and ratings under ``ruleset`` (FITTED when the
+        latest refit rated it, Elo, and the Elo games), in one round trip."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for identity in identities:
+                pipe.hmget(bot_key(identity), ["name", "retired"])
+                pipe.hmget(bot_ladder_state_key(identity), ["paused", "reason"])
+                pipe.zscore(leaderboard_key(ruleset, "FITTED"), identity)
+                pipe.hget(ratings_key(identity), ruleset)
+            answers = await pipe.execute()
+        facts = []
+        for i in range(len(identities)):
+            (name, retired), pause, fitted, elo = answers[4 * i:4 * i + 4]
+            rated = json.loads(elo) if elo else None
+            facts.append(MemberFacts(
+                None if name is None else name.decode(), retired is not None, _pause(pause),
+                None if fitted is None else float(fitted),
+                None if rated is None else float(rated["rating"]), 0 if rated is None else int(rated["games"]),
+            ))
+        return facts
+
+    async def tables(self, ladder: str) -> dict[str, dict[str, Any]]:
+        """The ladder's tables in play, by id."""
+        return {k.decode(): json.loads(v) for k, v in (await self.redis.hgetall(ladder_tables_key(ladder))).items()}
+
+    async def table(self, ladder: str, table_id: str) -> dict[str, Any] | None:
+        found = await self.redis.hget(ladder_tables_key(ladder), table_id)
+        return None if found is None else dict(json.loads(found))
+
+    async def meetings(self, ladder: str) -> dict[frozenset[str], int]:
+        rows = await self.redis.hgetall(ladder_meetings_key(ladder))
+        return {frozenset(k.decode().split("|")): int(v) for k, v in rows.items()}
+
+    async def next_table_id(self, ladder: str) -> str:
+        """A new table's id: the ladder's count of tables, and a few random characters (its
+        matches' ids never meet an archived match's, should Redis ever start again empty)."""
+        return f"{await self.redis.incr(ladder_tables_made_key(ladder))}{secrets.token_hex(2)}"
+
+    async def store_table(self, ladder: str, table_id: str, table: dict[str, Any], bots: Sequence[str]) -> bool:
+        """Store a new table (once) and count its meetings; False: stored already."""
+        pairs = sorted({"|".join(sorted((a, b))) for a in bots for b in bots if a < b})
+        return bool(await self._store_table(
+            keys=[ladder_tables_key(ladder), ladder_meetings_key(ladder)],
+            args=[table_id, json.dumps(table, separators=(",", ":")), *pairs],
+        ))
+
+    async def drop_table(self, ladder: str, table_id: str) -> None:
+        """A table whose matches were never made (its pass died half way): off the tables in play."""
+        await self.redis.hdel(ladder_tables_key(ladder), table_id)
+
+    async def end_table(self, ladder: str, table_id: str, timed_out: dict[str, bool], pause_after: int,
+                        reason: str) -> bool:
+        """The table's end, once: off the tables in play, its registered bots' timeout streaks
+        moved (``timed_out``: whether each let a move time out there), and a bot whose streak
+        reaches ``pause_after`` paused for ``reason``. False: ended already."""
+        bots = list(timed_out)
+        return bool(await self._end_table(
+            keys=[ladder_tables_key(ladder), *(bot_ladder_state_key(b) for b in bots)],
+            args=[table_id, pause_after, now_ms(), reason, *("1" if timed_out[b] else "0" for b in bots)],
+        ))
