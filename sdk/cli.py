@@ -112,6 +112,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "leaving no standing policy on the server; ask: answer none, and clear a standing ACCEPT_ALL or DECLINE_ALL "
         "policy; default: answer none",
     )
+    play.add_argument(
+        "--ladder", action="append", metavar="RULESET:PLAYERS",
+        help="join this continuous rated ladder as the bot starts (WIZARD:4; again for more): the workers pair it "
+        "into rated matches until it leaves (leaveLadder)",
+    )
     play.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     play.set_defaults(run=_play)
 

@@ -15,6 +15,8 @@ until stopped.
   stream (``myTurnsAndInvitations``, or ``nextTurn(invitations: true)`` when polling), those
   pending at its start too. It sets no standing policy on the server for that: a bot that is
   not running is entered in nothing (a standing ACCEPT_ALL would enter it after a crash too).
+- Told to (``ladders``, ``--ladder WIZARD:4``), it joins those continuous rated ladders as it
+  starts (joining again lifts a pause the server put on the bot for moves that timed out).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import random
 import signal
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -78,7 +81,10 @@ class BotRunner:
     """Plays ``bot`` in every match its token's bot is seated in. ``transport`` is ``ws``,
     ``poll`` or ``auto`` (ws, then polling if WebSockets are unavailable)."""
 
-    def __init__(self, bot: Bot, client: ArenaClient, transport: str = "auto", invitations: str | None = None) -> None:
+    def __init__(
+        self, bot: Bot, client: ArenaClient, transport: str = "auto", invitations: str | None = None,
+        ladders: Sequence[tuple[str, int]] = (),
+    ) -> None:
         if transport not in ("auto", "ws", "poll"):
             raise ValueError(f"transport {transport!r}: use auto, ws or poll")
         if invitations is not None and invitations not in INVITATION_ANSWERS:
@@ -91,6 +97,8 @@ class BotRunner:
         #: polling: an answer failed, so the next wait leaves invitations out (one still pending
         #: would end every wait at once)
         self._invitation_failed = False
+        #: the ladders (ruleset, players) joined at the start
+        self.ladders = list(ladders)
         self.client = client
         self.transport = transport
         self.moves_sent = 0
@@ -134,6 +142,9 @@ class BotRunner:
             raise ArenaError("UNAUTHENTICATED", "the server knows no bot with this token: check --token")
         log.info("playing as %s (bot %s) with %s over %s", me["name"], me["id"], self.bot.label, self.client.url)
         await self._check_invitation_policy()
+        for ruleset, players in self.ladders:
+            joined = await self.client.join_ladder(ruleset, players)
+            log.info("joined the %s ladder with %d players: %s", ruleset, players, joined["state"])
         transport = self.transport
         while True:
             try:
@@ -399,7 +410,8 @@ class BotRunner:
 
 
 def run_bot(
-    bot: Bot, url: str, token: str, transport: str = "auto", log_level: str = "info", invitations: str | None = None
+    bot: Bot, url: str, token: str, transport: str = "auto", log_level: str = "info", invitations: str | None = None,
+    ladders: Sequence[tuple[str, int]] = (),
 ) -> None:
     """Plays ``bot`` on the server at ``url`` until interrupted (Ctrl-C or SIGTERM), logging
     each decision: what ``wizard-arena play`` does."""
@@ -416,7 +428,7 @@ def run_bot(
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, task.cancel)
         async with ArenaClient(url, token) as client:
-            runner = BotRunner(bot, client, transport, invitations)
+            runner = BotRunner(bot, client, transport, invitations, ladders)
             try:
                 await runner.run()
             except asyncio.CancelledError:
@@ -441,4 +453,13 @@ def run_bot(
 def play_command(args: argparse.Namespace) -> None:
     if not args.token:
         raise ValueError("play needs the bot's token: --token T or WIZARD_ARENA_TOKEN (from `wizard-arena register NAME`)")
-    run_bot(load_bot(args.bot), args.url, args.token, args.transport, args.log_level, args.invitations)
+    run_bot(load_bot(args.bot), args.url, args.token, args.transport, args.log_level, args.invitations,
+            [parse_ladder(text) for text in args.ladder or ()])
+
+
+def parse_ladder(text: str) -> tuple[str, int]:
+    """``--ladder WIZARD:4``: the ruleset and the players a table (the server checks the pair)."""
+    ruleset, _, players = text.partition(":")
+    if not ruleset or not players.isdigit():
+        raise ValueError(f"--ladder {text!r}: give RULESET:PLAYERS, for example WIZARD:4")
+    return ruleset.upper(), int(players)
