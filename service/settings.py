@@ -13,8 +13,6 @@ from typing import Annotated, Literal
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from wizard import HOUSE_BOTS
-
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ARENA_", extra="ignore")
@@ -196,15 +194,9 @@ class Settings(BaseSettings):
 
     @field_validator("ladder_house_bots", mode="before")
     @classmethod
-    def _house_kinds(cls, value: object) -> object:
-        """A comma-separated list (or a JSON one, or a list), each a house bot kind."""
+    def _comma_separated(cls, value: object) -> object:
+        """``HEURISTIC,RANDOM`` as well as a JSON list (the kinds are checked by the ladders)."""
         if isinstance(value, str):
             text = value.strip()
-            value = json.loads(text) if text.startswith("[") else [k.strip() for k in text.split(",") if k.strip()]
-        if isinstance(value, list):
-            value = [str(k).upper() for k in value]
-            unknown = [k for k in value if k not in HOUSE_BOTS]
-            if unknown:
-                raise ValueError(f"house bot kinds are {', '.join(HOUSE_BOTS)}, not {', '.join(unknown)}")
-            value = list(dict.fromkeys(value))
+            return json.loads(text) if text.startswith("[") else [k.strip() for k in text.split(",") if k.strip()]
         return value

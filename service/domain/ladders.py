@@ -45,7 +45,7 @@ from service.model.live_match import LiveMatch, MatchSettings, MatchStatus, Seat
 from service.settings import Settings
 from service.store.clock import now_ms
 from service.store.ladders import LadderStore, Pause
-from wizard import MatchConfig, Ruleset
+from wizard import HOUSE_BOTS, MatchConfig, Ruleset
 
 log = logging.getLogger("wizard_arena.ladders")
 
@@ -87,6 +87,15 @@ class Membership:
     playing: int
 
 
+def house_kinds(named: list[str]) -> list[str]:
+    """ARENA_LADDER_HOUSE_BOTS's kinds, checked (a process with a wrong one does not start)."""
+    kinds = list(dict.fromkeys(k.upper() for k in named))
+    unknown = [k for k in kinds if k not in HOUSE_BOTS]
+    if unknown:
+        raise ValueError(f"ARENA_LADDER_HOUSE_BOTS: house bot kinds are {', '.join(HOUSE_BOTS)}, not {', '.join(unknown)}")
+    return kinds
+
+
 def ladder_name(ruleset: str, players: int) -> str:
     return f"{ruleset}:{players}"
 
@@ -114,6 +123,8 @@ class LadderService:
         self.matches = matches
         self.ratings = ratings
         self.settings = settings
+        #: the house bot kinds every ladder has (ARENA_LADDER_HOUSE_BOTS)
+        self.house_kinds = house_kinds(settings.ladder_house_bots)
 
     # ------------------------------------------------------------------ the API
     @staticmethod
@@ -151,7 +162,7 @@ class LadderService:
         """The bot's ladders, by name (a house bot: every ladder, always ACTIVE)."""
         kind = house_kind_of(bot_id)
         if kind is not None:
-            if kind not in self.settings.ladder_house_bots:
+            if kind not in self.house_kinds:
                 return []
             out = []
             for ladder in await self.store.ladders():
@@ -174,7 +185,7 @@ class LadderService:
         houses = [
             _membership(_house_identity(k), f"House {k.title()}", ladder, None, None,
                         playing.get(_house_identity(k), 0))
-            for k in self.settings.ladder_house_bots
+            for k in self.house_kinds
         ]
         rows = await self.store.members(ladder, first)
         ids = [bot_id for bot_id, _ in rows]
@@ -212,7 +223,7 @@ class LadderService:
         members = [bot_id for bot_id, _ in await self.store.members(ladder, 10**9)]
         if not members:
             return 0
-        houses = [_house_identity(k) for k in self.settings.ladder_house_bots]
+        houses = [_house_identity(k) for k in self.house_kinds]
         facts = await self.store.facts(ladder, ruleset, members + houses)
         playing = _playing(tables)
         bots: list[LadderBot] = []
