@@ -182,7 +182,8 @@ class Settings(BaseSettings):
         default=2.0, gt=0, description="how often the workers run each ladder's pairing pass (one at a time)"
     )
     ladder_max_matches: int = Field(
-        default=2, ge=1, description="ladder matches one bot sits in at once at most (house bots: no limit)"
+        default=2, ge=1,
+        description="ladder matches one bot sits in at once at most, in all its ladders together (house bots: no limit)",
     )
     ladder_pause_after_timeouts: int = Field(
         default=3, ge=1,

@@ -233,7 +233,9 @@ class LadderService:
             if kind is None and (f.name is None or f.retired or f.paused is not None):
                 continue
             rating, deviation = ladder_standing(f.fitted, f.elo, f.games)
-            bots.append(LadderBot(identity, rating, deviation, playing.get(identity, 0), kind is not None))
+            # the cap is per bot: a registered bot counts its matches in all ladders
+            bots.append(LadderBot(identity, rating, deviation, playing.get(identity, 0) if kind else f.playing,
+                                  kind is not None))
             names[identity] = f"House {kind.title()}" if kind is not None else f.name or identity
         if not any(not b.house for b in bots):
             return 0
@@ -252,7 +254,7 @@ class LadderService:
                 "duplicate": table.duplicate,
                 "created": now_ms(),
             }
-            if await self.store.store_table(ladder, table_id, stored, table.bots):
+            if await self.store.store_table(ladder, table_id, stored, table.bots, _registered(stored)):
                 await self._start(ladder, table_id, stored, 0)
                 started += 1
         return started
@@ -270,7 +272,7 @@ class LadderService:
             if now_ms() - table["created"] < UNSTARTED_TABLE_MS:
                 await self._start(ladder, table_id, table, 0)
             else:
-                await self.store.drop_table(ladder, table_id)
+                await self.store.drop_table(ladder, table_id, _registered(table))
                 tables.pop(table_id, None)
 
     async def _start(self, ladder: str, table_id: str, table: dict[str, Any], turn: int) -> None:
@@ -305,7 +307,7 @@ class LadderService:
             await self._start(ladder, table_id, table, turn + 1)
             return
         played = [s.match for s in await self.matches.matches.load_many(ids[:turn + 1]) if s is not None]
-        timed_out: dict[str, bool] = {}
+        timed_out = dict.fromkeys(_registered(table), False)
         for m in played:
             for seat, holder in enumerate(m.seats):
                 if holder is not None and holder.house is None:
@@ -318,6 +320,11 @@ class LadderService:
                   "joinLadder")
         if await self.store.end_table(ladder, table_id, timed_out, limit, reason):
             await self.ratings.request_fit(ruleset)
+
+
+def _registered(table: dict[str, Any]) -> list[str]:
+    """The table's registered bots (not its house bots)."""
+    return [s["id"] for s in table["seats"] if s["house"] is None]
 
 
 def _turns(table: dict[str, Any]) -> int:

@@ -29,22 +29,28 @@ from service.store.keys import (
     ratings_key,
 )
 
-# Store a new table once, and count the meetings of its bots with it.
-# KEYS: tables, meetings. ARGV: table id, table JSON, then each pair (``a|b``).
+# Store a new table once, count the meetings of its bots with it, and count it among the
+# ladder matches each of its registered bots sits in (in all ladders: the cap is per bot).
+# KEYS: tables, meetings, then each registered bot's ladder state. ARGV: table id, table JSON,
+# then each pair (``a|b``).
 STORE_TABLE = """
 if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
 for i = 3, #ARGV do redis.call('HINCRBY', KEYS[2], ARGV[i], 1) end
+for i = 3, #KEYS do redis.call('HINCRBY', KEYS[i], 'playing', 1) end
 return 1
 """
 
-# End a table once: off the tables in play, and each registered bot's streak of tables with a
-# timed-out move moved (one more, or back to 0); a streak reaching the limit pauses the bot.
-# KEYS: tables, then each bot's ladder state. ARGV: table id, limit, time ms, reason, then
-# '1' or '0' per bot (it timed out at this table).
+# End a table once: off the tables in play and off its registered bots' ladder matches, and
+# (unless ARGV[2] is 0: a table dropped unplayed) each one's streak of tables with a timed-out
+# move moved (one more, or back to 0); a streak reaching the limit pauses the bot.
+# KEYS: tables, then each bot's ladder state. ARGV: table id, limit (0: no streaks), time ms,
+# reason, then '1' or '0' per bot (it timed out at this table).
 END_TABLE = """
 if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end
 for i = 2, #KEYS do
-  if ARGV[3 + i] == '1' then
+  if tonumber(redis.call('HINCRBY', KEYS[i], 'playing', -1)) < 0 then redis.call('HSET', KEYS[i], 'playing', 0) end
+  if ARGV[2] == '0' then
+  elseif ARGV[3 + i] == '1' then
     local streak = redis.call('HINCRBY', KEYS[i], 'timeouts', 1)
     if streak >= tonumber(ARGV[2]) and redis.call('HEXISTS', KEYS[i], 'paused') == 0 then
       redis.call('HSET', KEYS[i], 'paused', ARGV[3], 'reason', ARGV[4])
@@ -74,6 +80,8 @@ class MemberFacts:
     name: str | None
     retired: bool
     paused: Pause | None
+    #: the ladder matches it sits in now, in all ladders
+    playing: int
     fitted: float | None
     elo: float | None
     games: int
@@ -158,16 +166,16 @@ class LadderStore:
         async with self.redis.pipeline(transaction=False) as pipe:
             for identity in identities:
                 pipe.hmget(bot_key(identity), ["name", "retired"])
-                pipe.hmget(bot_ladder_state_key(identity), ["paused", "reason"])
+                pipe.hmget(bot_ladder_state_key(identity), ["paused", "reason", "playing"])
                 pipe.zscore(leaderboard_key(ruleset, "FITTED"), identity)
                 pipe.hget(ratings_key(identity), ruleset)
             answers = await pipe.execute()
         facts = []
         for i in range(len(identities)):
-            (name, retired), pause, fitted, elo = answers[4 * i:4 * i + 4]
+            (name, retired), (paused, reason, playing), fitted, elo = answers[4 * i:4 * i + 4]
             rated = json.loads(elo) if elo else None
             facts.append(MemberFacts(
-                None if name is None else name.decode(), retired is not None, _pause(pause),
+                None if name is None else name.decode(), retired is not None, _pause((paused, reason)), int(playing or 0),
                 None if fitted is None else float(fitted),
                 None if rated is None else float(rated["rating"]), 0 if rated is None else int(rated["games"]),
             ))
@@ -190,23 +198,28 @@ class LadderStore:
         matches' ids never meet an archived match's, should Redis ever start again empty)."""
         return f"{await self.redis.incr(ladder_tables_made_key(ladder))}{secrets.token_hex(2)}"
 
-    async def store_table(self, ladder: str, table_id: str, table: dict[str, Any], bots: Sequence[str]) -> bool:
-        """Store a new table (once) and count its meetings; False: stored already."""
+    async def store_table(self, ladder: str, table_id: str, table: dict[str, Any], bots: Sequence[str],
+                          registered: Sequence[str]) -> bool:
+        """Store a new table (once), count its meetings and its ``registered`` bots' ladder
+        matches; False: stored already."""
         pairs = sorted({"|".join(sorted((a, b))) for a in bots for b in bots if a < b})
         return bool(await self._store_table(
-            keys=[ladder_tables_key(ladder), ladder_meetings_key(ladder)],
+            keys=[ladder_tables_key(ladder), ladder_meetings_key(ladder), *(bot_ladder_state_key(b) for b in registered)],
             args=[table_id, json.dumps(table, separators=(",", ":")), *pairs],
         ))
 
-    async def drop_table(self, ladder: str, table_id: str) -> None:
-        """A table whose matches were never made (its pass died half way): off the tables in play."""
-        await self.redis.hdel(ladder_tables_key(ladder), table_id)
+    async def drop_table(self, ladder: str, table_id: str, registered: Sequence[str]) -> None:
+        """A table whose matches were never made (its pass died half way): off the tables in
+        play, and off its bots' ladder matches (no streak moves: nobody played)."""
+        await self._end_table(keys=[ladder_tables_key(ladder), *(bot_ladder_state_key(b) for b in registered)],
+                              args=[table_id, 0, now_ms(), ""])
 
     async def end_table(self, ladder: str, table_id: str, timed_out: dict[str, bool], pause_after: int,
                         reason: str) -> bool:
-        """The table's end, once: off the tables in play, its registered bots' timeout streaks
-        moved (``timed_out``: whether each let a move time out there), and a bot whose streak
-        reaches ``pause_after`` paused for ``reason``. False: ended already."""
+        """The table's end, once: off the tables in play and its registered bots' ladder
+        matches, their timeout streaks moved (``timed_out``: whether each let a move time out
+        there), and a bot whose streak reaches ``pause_after`` paused for ``reason``. False:
+        ended already."""
         bots = list(timed_out)
         return bool(await self._end_table(
             keys=[ladder_tables_key(ladder), *(bot_ladder_state_key(b) for b in bots)],

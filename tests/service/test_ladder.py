@@ -113,38 +113,41 @@ def test_sdk_bots_on_the_ladder_play_rated_matches_and_move_the_ratings_with_no_
 def test_the_cap_holds_a_bot_that_stops_answering_is_paused_and_comes_back(ladder_api: tuple[Api, Process]) -> None:
     api, worker = ladder_api
     token, bot_id = api.register()
-    joined = api.data(JOIN, {"r": "WIZARD_JUNIOR", "p": 3}, token)["joinLadder"]
-    assert joined["state"] == "ACTIVE" and joined["bot"]["id"] == bot_id and joined["pausedReason"] is None
-    # it never moves: the passes seat it at two tables (the cap), never a third
-    at_cap = wait_until(lambda: (m := member(api, "WIZARD_JUNIOR", 3, bot_id)) and m["playing"] == 2 and m,
-                        "the bot seated at the cap of 2 tables", explain=worker.output)
-    assert at_cap["state"] == "ACTIVE"
-    seen: set[str] = set()
+    ladders = [("WIZARD_JUNIOR", 3), ("WIZARD_JUNIOR_CLASSIC", 4)]
+    for ruleset, n in ladders:
+        joined = api.data(JOIN, {"r": ruleset, "p": n}, token)["joinLadder"]
+        assert joined["state"] == "ACTIVE" and joined["bot"]["id"] == bot_id and joined["pausedReason"] is None
 
-    def paused() -> dict[str, Any] | None:
+    def playing() -> int:
+        return sum(m["playing"] for m in api.data(MY_LADDERS, token=token)["me"]["ladders"])
+
+    # it never moves: the passes seat it at two tables (the cap, over both its ladders), never a third
+    wait_until(lambda: playing() == 2, "the bot seated at the cap of 2 tables", explain=worker.output)
+
+    def paused() -> list[dict[str, Any]] | None:
         live = [m for m in ladder_matches(api, bot_id) if m["status"] == "ACTIVE"]
-        seen.update(m["id"] for m in ladder_matches(api, bot_id))
         assert len(live) <= 2, f"the bot sits in {len(live)} ladder matches at once, over the cap of 2"
         mine = api.data(MY_LADDERS, token=token)["me"]["ladders"]
-        return mine[0] if mine and mine[0]["state"] == "PAUSED" else None
+        return mine if all(m["state"] == "PAUSED" for m in mine) else None
 
     pause = wait_until(paused, "the bot paused after a table where its moves timed out", timeout=90,
                        explain=worker.output)
-    assert "time out" in pause["pausedReason"] and "awaitTurn" in pause["pausedReason"] and pause["pausedAt"]
+    assert len(pause) == 2 and pause[0]["pausedAt"] == pause[1]["pausedAt"]
+    assert "time out" in pause[0]["pausedReason"] and "awaitTurn" in pause[0]["pausedReason"]
     assert any(s["timeouts"] > 0 for m in ladder_matches(api, bot_id) for s in m["seats"]
                if s["bot"] and s["bot"]["id"] == bot_id)
     # paused: it is paired no more; once its tables in play end, it plays nothing
-    wait_until(lambda: member(api, "WIZARD_JUNIOR", 3, bot_id)["playing"] == 0, "its tables in play ended",  # type: ignore[index]
-               timeout=60, explain=worker.output)
+    wait_until(lambda: playing() == 0, "its tables in play ended", timeout=60, explain=worker.output)
     made = {m["id"] for m in ladder_matches(api, bot_id)}
     assert member(api, "WIZARD_JUNIOR", 3, bot_id)["state"] == "PAUSED"  # type: ignore[index]
     # it answers again: it waits for a turn, and the pause is lifted
     assert api.data("{ awaitTurn(timeoutMs: 0) { id } }", token=token)["awaitTurn"] is None
-    back = api.data(MY_LADDERS, token=token)["me"]["ladders"][0]
-    assert back["state"] == "ACTIVE" and back["pausedReason"] is None and back["pausedAt"] is None
+    back = api.data(MY_LADDERS, token=token)["me"]["ladders"]
+    assert all(m["state"] == "ACTIVE" and m["pausedReason"] is None and m["pausedAt"] is None for m in back)
     wait_until(lambda: {m["id"] for m in ladder_matches(api, bot_id)} - made, "a new table for the bot back",
                explain=worker.output)
-    api.data(LEAVE, {"r": "WIZARD_JUNIOR", "p": 3}, token)
+    for ruleset, n in ladders:
+        api.data(LEAVE, {"r": ruleset, "p": n}, token)
 
 
 def test_leaving_stops_new_pairings_and_the_matches_in_play_finish(ladder_api: tuple[Api, Process]) -> None:
