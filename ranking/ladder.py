@@ -11,6 +11,7 @@ a house bot sits at most one seat of a table (it may sit at several tables of on
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -50,25 +51,73 @@ def pair_ladder(
     """
     if players < 2:
         raise ValueError(f"a ladder table needs at least 2 players, not {players}")
-    waiting = [b for b in bots if not b.house and b.playing + 1 <= max_playing]
-    house = [b for b in bots if b.house]
-    # sample each bot's strength from its rating's doubt and seat neighbours together:
-    # close ratings meet, and uncertain bots meet a spread of opponents
-    sampled = sorted(waiting, key=lambda b: (b.rating + rng.gauss(0.0, b.deviation), b.id))
-    left_over = len(sampled) % players
-    if left_over and len(house) >= players - left_over:
-        kept = sampled
-    elif left_over:
-        dropped = set(rng.sample(range(len(sampled)), left_over))
-        kept = [b for i, b in enumerate(sampled) if i not in dropped]
-        left_over = 0
-    else:
-        kept = sampled
-    full = len(kept) - left_over
-    tables = [LadderTable(tuple(b.id for b in kept[i:i + players]), False) for i in range(0, full, players)]
-    if left_over:
-        few = kept[full:]
-        mean = sum(b.rating for b in few) / len(few)
-        fill = sorted(house, key=lambda b: (abs(b.rating - mean), b.id))[:players - left_over]
-        tables.append(LadderTable(tuple(b.id for b in few + fill), False))
+    free = [b for b in bots if not b.house and b.playing + 1 <= max_playing]
+    house = sorted((b for b in bots if b.house), key=lambda b: b.id)
+    spare = len(free) % players
+    if spare and len(house) < players - spare:
+        free = _seated(free, len(free) - spare, rng)
+        spare = 0
+    # each bot's strength sampled from its rating's doubt: close ratings meet, and an
+    # uncertain bot meets a spread of opponents while its rating is still moving
+    keys = {b.id: b.rating + rng.gauss(0.0, b.deviation) for b in free}
+    order = sorted(free, key=lambda b: (keys[b.id], b.id))
+    tables: list[LadderTable] = []
+    seated: set[str] = set()
+    start = 0
+    for _ in range(len(order) // players):
+        while order[start].id in seated:
+            start += 1
+        first = order[start]
+        seated.add(first.id)
+        window: list[LadderBot] = []
+        for b in order[start + 1:]:
+            if b.id not in seated:
+                window.append(b)
+                if len(window) == WINDOW * players:
+                    break
+        costs = [_cost(first.id, c.id, keys, meetings) for c in window]
+        members = [first]
+        for _ in range(players - 1):
+            pick = min(range(len(window)), key=costs.__getitem__)
+            chosen = window[pick]
+            members.append(chosen)
+            seated.add(chosen.id)
+            costs[pick] = math.inf
+            costs = [c + _cost(chosen.id, w.id, keys, meetings) for c, w in zip(costs, window, strict=True)]
+        tables.append(_table(members, players, max_playing, rng))
+    order = [b for b in order if b.id not in seated]
+    if order:
+        mean = sum(b.rating for b in order) / len(order)
+        fill = sorted(house, key=lambda b: abs(b.rating - mean))[:players - len(order)]
+        tables.append(_table(order + fill, players, max_playing, rng))
     return tables
+
+
+#: how far down the (sampled) order a table looks for its members, in tables
+WINDOW = 3
+#: the rating gap (Elo) that costs as much as one earlier meeting of the pair
+GAP_PER_MEETING = 100.0
+
+
+def _cost(a: str, b: str, keys: Mapping[str, float], meetings: Mapping[frozenset[str], int]) -> float:
+    """What seating ``a`` with ``b`` costs: their (sampled) rating gap, squared, and how often
+    they have met already."""
+    gap = (keys[a] - keys[b]) / GAP_PER_MEETING
+    return gap * gap + meetings.get(frozenset((a, b)), 0)
+
+
+def _table(members: list[LadderBot], players: int, max_playing: int, rng: random.Random) -> LadderTable:
+    rng.shuffle(members)
+    duplicate = all(b.house or b.playing + players <= max_playing for b in members)
+    return LadderTable(tuple(b.id for b in members), duplicate)
+
+
+def _seated(free: list[LadderBot], count: int, rng: random.Random) -> list[LadderBot]:
+    """``count`` of the free bots, drawn with odds that grow with their deviations: the bots
+    whose ratings are least sure tend to play first, yet the surest has at least half the
+    odds of the average bot, so nobody is starved (weighted sampling without replacement,
+    Efraimidis and Spirakis)."""
+    typical = max(sum(b.deviation for b in free) / len(free), 1e-9)
+    weights = {b.id: 1.0 + b.deviation / typical for b in free}
+    drawn = sorted(free, key=lambda b: (rng.random() ** (1.0 / weights[b.id]), b.id), reverse=True)
+    return drawn[:count]

@@ -86,3 +86,53 @@ def test_any_ladder_gets_tables_that_keep_the_contract(n, houses, players, max_p
     _check_contract(bots, players, max_playing, tables)
     free = sum(1 for b in bots if not b.house and b.playing + 1 <= max_playing)
     assert len(tables) >= free // players  # nobody waits who could fill a table
+
+
+def test_close_ratings_sit_together():
+    low = [LadderBot(f"low{i}", 1000 + 10 * i, 10.0, 0) for i in range(4)]
+    high = [LadderBot(f"high{i}", 2000 + 10 * i, 10.0, 0) for i in range(4)]
+    for seed in range(20):
+        tables = pair_ladder(low + high, 4, {}, 1, random.Random(seed))
+        assert sorted(sorted(t.bots) for t in tables) == [sorted(b.id for b in high), sorted(b.id for b in low)]
+
+
+def test_bots_that_met_least_sit_together():
+    bots = [LadderBot(f"b{i}", 1500.0, 0.0, 0) for i in range(8)]
+    last = [{"b0", "b1", "b2", "b3"}, {"b4", "b5", "b6", "b7"}]
+    meetings = {frozenset((a, b)): 5 for group in last for a in group for b in group if a < b}
+    for seed in range(20):
+        for table in pair_ladder(bots, 4, meetings, 1, random.Random(seed)):
+            assert [len(set(table.bots) & group) for group in last] == [2, 2]
+
+
+def test_a_bot_whose_rating_is_least_sure_waits_least():
+    bots = [LadderBot("new", 1500.0, 350.0, 0)] + [LadderBot(f"old{i}", 1500.0, 40.0, 0) for i in range(4)]
+    seated = Counter(b for seed in range(400) for t in pair_ladder(bots, 4, {}, 1, random.Random(seed)) for b in t.bots)
+    assert seated["new"] > max(seated[f"old{i}"] for i in range(4))
+
+
+def test_nobody_is_starved_over_many_passes():
+    """Seven free bots, tables of four: three wait every pass. Over many passes each plays
+    often, even a bot whose rating is far surer than the others' (and never moves)."""
+    rng = random.Random(3)
+    bots = [LadderBot("sure", 1500.0, 1.0, 0)] + [
+        LadderBot(f"b{i}", rng.uniform(1300, 1700), 300.0, 0) for i in range(6)
+    ]
+    meetings: Counter[frozenset[str]] = Counter()
+    seated: Counter[str] = Counter()
+    for _ in range(300):
+        for table in pair_ladder(bots, 4, meetings, 1, rng):
+            seated.update(table.bots)
+            meetings.update(frozenset((a, b)) for a in table.bots for b in table.bots if a < b)
+    assert set(seated) == {b.id for b in bots}
+    assert min(seated.values()) >= 0.25 * 300  # the fair share is 4/7 of the passes
+
+
+def test_a_table_is_a_duplicate_set_when_all_its_bots_have_room_for_it():
+    bots = _bots(8)
+    tables = pair_ladder(bots, 4, {}, 4, random.Random(5))
+    assert [t.duplicate for t in tables] == [True, True]
+    busy = bots[:7] + [LadderBot("busy", bots[7].rating, bots[7].deviation, 1)]
+    tables = pair_ladder(busy, 4, {}, 4, random.Random(5))
+    _check_contract(busy, 4, 4, tables)
+    assert sorted(("busy" in t.bots, t.duplicate) for t in tables) == [(False, True), (True, False)]
