@@ -254,7 +254,7 @@ class LadderService:
                 "duplicate": table.duplicate,
                 "created": now_ms(),
             }
-            if await self.store.store_table(ladder, table_id, stored, table.bots, _registered(stored)):
+            if await self.store.store_table(ladder, table_id, stored, _turns(stored), table.bots, _registered(stored)):
                 await self._start(ladder, table_id, stored, 0)
                 started += 1
         return started
@@ -272,7 +272,7 @@ class LadderService:
             if now_ms() - table["created"] < UNSTARTED_TABLE_MS:
                 await self._start(ladder, table_id, table, 0)
             else:
-                await self.store.drop_table(ladder, table_id, _registered(table))
+                await self.store.drop_table(ladder, table_id, _turns(table), _registered(table))
                 tables.pop(table_id, None)
 
     async def _start(self, ladder: str, table_id: str, table: dict[str, Any], turn: int) -> None:
@@ -318,7 +318,7 @@ class LadderService:
         reason = (f"it let moves time out in {limit} ladder table{'s' if limit > 1 else ''} in a row; it is paired "
                   "again once it answers: wait for a turn (awaitTurn, nextTurn, myTurns, GET /api/turns) or call "
                   "joinLadder")
-        if await self.store.end_table(ladder, table_id, timed_out, limit, reason):
+        if await self.store.end_table(ladder, table_id, turns, timed_out, limit, reason):
             await self.ratings.request_fit(ruleset)
 
 
@@ -333,12 +333,12 @@ def _turns(table: dict[str, Any]) -> int:
 
 
 def _playing(tables: dict[str, dict[str, Any]]) -> dict[str, int]:
-    """The tables in play each bot sits at (its concurrent ladder matches: a duplicate set plays
-    its matches one after another)."""
+    """The ladder matches each bot plays now: those of each table in play it sits at (a
+    duplicate set's one per seat, played one after another), as the cap counts them."""
     counts: dict[str, int] = {}
     for table in tables.values():
         for seat in {s["id"] for s in table["seats"]}:
-            counts[seat] = counts.get(seat, 0) + 1
+            counts[seat] = counts.get(seat, 0) + _turns(table)
     return counts
 
 

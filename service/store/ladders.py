@@ -29,28 +29,28 @@ from service.store.keys import (
     ratings_key,
 )
 
-# Store a new table once, count the meetings of its bots with it, and count it among the
-# ladder matches each of its registered bots sits in (in all ladders: the cap is per bot).
+# Store a new table once, count the meetings of its bots with it, and add its matches to those
+# each of its registered bots plays (in all ladders: the cap is per bot).
 # KEYS: tables, meetings, then each registered bot's ladder state. ARGV: table id, table JSON,
-# then each pair (``a|b``).
+# its matches, then each pair (``a|b``).
 STORE_TABLE = """
 if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
-for i = 3, #ARGV do redis.call('HINCRBY', KEYS[2], ARGV[i], 1) end
-for i = 3, #KEYS do redis.call('HINCRBY', KEYS[i], 'playing', 1) end
+for i = 4, #ARGV do redis.call('HINCRBY', KEYS[2], ARGV[i], 1) end
+for i = 3, #KEYS do redis.call('HINCRBY', KEYS[i], 'playing', tonumber(ARGV[3])) end
 return 1
 """
 
-# End a table once: off the tables in play and off its registered bots' ladder matches, and
-# (unless ARGV[2] is 0: a table dropped unplayed) each one's streak of tables with a timed-out
-# move moved (one more, or back to 0); a streak reaching the limit pauses the bot.
+# End a table once: off the tables in play, its matches off those its registered bots play,
+# and (unless ARGV[2] is 0: a table dropped unplayed) each one's streak of tables with a
+# timed-out move moved (one more, or back to 0); a streak reaching the limit pauses the bot.
 # KEYS: tables, then each bot's ladder state. ARGV: table id, limit (0: no streaks), time ms,
-# reason, then '1' or '0' per bot (it timed out at this table).
+# reason, the table's matches, then '1' or '0' per bot (it timed out at this table).
 END_TABLE = """
 if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end
 for i = 2, #KEYS do
-  if tonumber(redis.call('HINCRBY', KEYS[i], 'playing', -1)) < 0 then redis.call('HSET', KEYS[i], 'playing', 0) end
+  if redis.call('HINCRBY', KEYS[i], 'playing', -tonumber(ARGV[5])) < 0 then redis.call('HSET', KEYS[i], 'playing', 0) end
   if ARGV[2] == '0' then
-  elseif ARGV[3 + i] == '1' then
+  elseif ARGV[4 + i] == '1' then
     local streak = redis.call('HINCRBY', KEYS[i], 'timeouts', 1)
     if streak >= tonumber(ARGV[2]) and redis.call('HEXISTS', KEYS[i], 'paused') == 0 then
       redis.call('HSET', KEYS[i], 'paused', ARGV[3], 'reason', ARGV[4])
@@ -198,30 +198,30 @@ class LadderStore:
         matches' ids never meet an archived match's, should Redis ever start again empty)."""
         return f"{await self.redis.incr(ladder_tables_made_key(ladder))}{secrets.token_hex(2)}"
 
-    async def store_table(self, ladder: str, table_id: str, table: dict[str, Any], bots: Sequence[str],
-                          registered: Sequence[str]) -> bool:
-        """Store a new table (once), count its meetings and its ``registered`` bots' ladder
-        matches; False: stored already."""
+    async def store_table(self, ladder: str, table_id: str, table: dict[str, Any], matches: int,
+                          bots: Sequence[str], registered: Sequence[str]) -> bool:
+        """Store a new table (once), count its meetings, and add its ``matches`` to those its
+        ``registered`` bots play; False: stored already."""
         pairs = sorted({"|".join(sorted((a, b))) for a in bots for b in bots if a < b})
         return bool(await self._store_table(
             keys=[ladder_tables_key(ladder), ladder_meetings_key(ladder), *(bot_ladder_state_key(b) for b in registered)],
-            args=[table_id, json.dumps(table, separators=(",", ":")), *pairs],
+            args=[table_id, json.dumps(table, separators=(",", ":")), matches, *pairs],
         ))
 
-    async def drop_table(self, ladder: str, table_id: str, registered: Sequence[str]) -> None:
+    async def drop_table(self, ladder: str, table_id: str, matches: int, registered: Sequence[str]) -> None:
         """A table whose matches were never made (its pass died half way): off the tables in
         play, and off its bots' ladder matches (no streak moves: nobody played)."""
         await self._end_table(keys=[ladder_tables_key(ladder), *(bot_ladder_state_key(b) for b in registered)],
-                              args=[table_id, 0, now_ms(), ""])
+                              args=[table_id, 0, now_ms(), "", matches])
 
-    async def end_table(self, ladder: str, table_id: str, timed_out: dict[str, bool], pause_after: int,
-                        reason: str) -> bool:
-        """The table's end, once: off the tables in play and its registered bots' ladder
-        matches, their timeout streaks moved (``timed_out``: whether each let a move time out
+    async def end_table(self, ladder: str, table_id: str, matches: int, timed_out: dict[str, bool],
+                        pause_after: int, reason: str) -> bool:
+        """The table's end, once: off the tables in play, its ``matches`` off those its
+        registered bots play, their timeout streaks moved (``timed_out``: whether each let a move time out
         there), and a bot whose streak reaches ``pause_after`` paused for ``reason``. False:
         ended already."""
         bots = list(timed_out)
         return bool(await self._end_table(
             keys=[ladder_tables_key(ladder), *(bot_ladder_state_key(b) for b in bots)],
-            args=[table_id, pause_after, now_ms(), reason, *("1" if timed_out[b] else "0" for b in bots)],
+            args=[table_id, pause_after, now_ms(), reason, matches, *("1" if timed_out[b] else "0" for b in bots)],
         ))

@@ -199,3 +199,49 @@ def test_bad_input_is_refused_and_changes_nothing(ladder_api: tuple[Api, Process
     api.data("mutation { retireBot { id } }", token=token)
     assert api.error_code(JOIN, {"r": "WIZARD", "p": 4}, token) == "FORBIDDEN"
     assert api.data(MY_LADDERS, token=token)["me"]["ladders"] == []
+
+
+@pytest.fixture(scope="module")
+def roomy_ladder_api(
+    start_api: Any, start_worker: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Api, Process]]:
+    """An API and a worker on another Redis of this module's, whose cap leaves a bot room for a
+    whole duplicate set of 3 matches (so that the pairing deals them)."""
+    for url in embedded_redis_url(tmp_path_factory.mktemp("roomy-ladder-redis")):
+        env = {"REDIS_URL": url, **LADDER_ENV, "ARENA_LADDER_MAX_MATCHES": "3", "ARENA_LADDER_MOVE_TIMEOUT_MS": "3000",
+               "ARENA_LADDER_PAUSE_AFTER_TIMEOUTS": "3"}
+        api, worker = start_api(**env), start_worker(**env)
+        yield api, worker
+        worker.stop()
+        api.process.stop()
+
+
+def test_a_duplicate_set_is_played_match_after_match_with_the_seats_rotated_and_then_published(
+    roomy_ladder_api: tuple[Api, Process], players: Callable[..., Process]
+) -> None:
+    api, worker = roomy_ladder_api
+    token, bot_id = api.register()
+    runner = players(api.base, token, "--ladder", "WIZARD_JUNIOR:3")
+    explain = lambda: worker.output() + runner.output()  # noqa: E731
+    first_set = wait_until(lambda: len(done := [m for m in ladder_matches(api, bot_id) if m["status"] == "FINISHED"])
+                           >= 3 and done, "a whole duplicate set played", timeout=120, explain=explain)
+    by_table: dict[str, list[str]] = {}
+    for m in first_set:
+        table, turn = m["id"].rsplit("-", 1)
+        by_table.setdefault(table, []).append(turn)
+    table = next(t for t, turns in by_table.items() if sorted(turns) == ["0", "1", "2"])
+    for turn in range(3):  # the set's last match settled, its matches are published
+        wait_until(lambda: api.http.get(f"/api/matches/{table}-{turn}/record").status_code == 200,  # noqa: B023
+                   f"the record of the set's match {turn}, once the set has ended", explain=explain)
+    seated = []
+    seeds = set()
+    for turn in range(3):
+        match = api.data("query($m: ID!) { match(id: $m) { rated seed seats { bot { id } houseBot } } }",
+                         {"m": f"{table}-{turn}"})["match"]
+        assert match["rated"]
+        seeds.add(match["seed"])
+        seated.append([s["bot"]["id"] if s["bot"] else s["houseBot"] for s in match["seats"]])
+    assert len(seeds) == 1 and None not in seeds, "one deal for the whole set"
+    assert seated[1] == seated[0][1:] + seated[0][:1] and seated[2] == seated[1][1:] + seated[1][:1]
+    board = api.data(LEADERBOARD, {"r": "WIZARD_JUNIOR", "m": "ELO"})["leaderboard"]
+    assert next(r["games"] for r in board if r["bot"]["id"] == bot_id) >= 3

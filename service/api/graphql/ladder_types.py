@@ -32,7 +32,7 @@ class LadderMembership:
     joined_at: datetime | None = strawberry.field(description="When the bot joined (null: not a member, or a house bot, a member always).")
     paused_at: datetime | None = strawberry.field(description="Since when the bot is PAUSED (null: it is not).")
     paused_reason: str | None = strawberry.field(description="Why the bot is PAUSED, and how it resumes (null: it is not).")
-    playing: int = strawberry.field(description="The matches of this ladder the bot sits in now (with those of its other ladders, at most ARENA_LADDER_MAX_MATCHES; house bots: no limit).")
+    playing: int = strawberry.field(description="The matches of this ladder the bot plays now, a duplicate set counting one per seat (with those of its other ladders, at most ARENA_LADDER_MAX_MATCHES; house bots: no limit).")
 
 
 def membership_type(m: Membership) -> LadderMembership:
