@@ -111,6 +111,12 @@ def _bench_tournament(args: argparse.Namespace) -> None:
     _print_nested(result, args.json)
 
 
+def _bench_ladder_pass(args: argparse.Namespace) -> None:
+    from bench.ladder_pass import bench_ladder_pass
+
+    _print_nested(bench_ladder_pass(args.bots, args.players, args.passes), args.json)
+
+
 def _configure_logging(level: str, settings: Settings | None = None) -> None:
     import logging
 
@@ -554,6 +560,15 @@ def build_parser() -> argparse.ArgumentParser:
     tournament.add_argument("--engine-seconds", type=float, default=3.0, help="least time for the in-process comparison")
     tournament.add_argument("--json", action="store_true", help="print one JSON line")
     tournament.set_defaults(run=_bench_tournament)
+
+    ladder_pass = benches.add_parser(
+        "ladder-pass", help="one ladder's pairing pass over many members through Redis: starting tables, and at the cap"
+    )
+    ladder_pass.add_argument("--bots", type=int, default=1000, help="the ladder's members")
+    ladder_pass.add_argument("--players", type=int, default=4, choices=range(3, 7), help="players a table")
+    ladder_pass.add_argument("--passes", type=int, default=5, help="times each pass is timed")
+    ladder_pass.add_argument("--json", action="store_true", help="print one JSON line")
+    ladder_pass.set_defaults(run=_bench_ladder_pass)
 
     webhooks = benches.add_parser(
         "webhooks", help="one worker's webhook dispatcher driving bots served by serve-bot: moves/s, due-to-sent delay"
