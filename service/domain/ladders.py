@@ -100,12 +100,14 @@ def ladder_name(ruleset: str, players: int) -> str:
     return f"{ruleset}:{players}"
 
 
-def ladder_standing(fitted: float | None, elo: float | None, games: int) -> tuple[float, float]:
+def ladder_standing(fitted: float | None, elo: float | None, games: int,
+                    deviation: float | None = None) -> tuple[float, float]:
     """A bot's rating and its deviation (Elo scale) for the pairing: the FITTED rating when
-    the latest refit rated it, else its Elo, else INITIAL_RATING; the deviation shrinks with
-    its rated games (Glicko's unrated 350, over the square root of the games)."""
+    the latest refit rated it, else its Elo, else INITIAL_RATING; the deviation kept with its
+    rating when there is one, else one that shrinks with its rated games (Glicko's unrated
+    350, over the square root of the games)."""
     rating = fitted if fitted is not None else elo if elo is not None else INITIAL_RATING
-    return rating, UNRATED_DEVIATION / math.sqrt(1 + games)
+    return rating, deviation if deviation is not None else UNRATED_DEVIATION / math.sqrt(1 + games)
 
 
 def _house_identity(kind: str) -> str:
@@ -232,7 +234,7 @@ class LadderService:
             kind = house_kind_of(identity) if identity in houses else None
             if kind is None and (f.name is None or f.retired or f.paused is not None):
                 continue
-            rating, deviation = ladder_standing(f.fitted, f.elo, f.games)
+            rating, deviation = ladder_standing(f.fitted, f.elo, f.games, f.deviation)
             # the cap is per bot: a registered bot counts its matches in all ladders
             bots.append(LadderBot(identity, rating, deviation, playing.get(identity, 0) if kind else f.playing,
                                   kind is not None))

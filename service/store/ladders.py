@@ -102,6 +102,8 @@ class MemberFacts:
     fitted: float | None
     elo: float | None
     games: int
+    #: the deviation kept with its Elo rating (None: none kept)
+    deviation: float | None = None
 
 
 def _pause(fields: Sequence[bytes | None]) -> Pause | None:
@@ -179,8 +181,9 @@ class LadderStore:
         await self._unlock(keys=[ladder_lock_key(ladder)], args=[token])
 
     async def facts(self, ladder: str, ruleset: str, identities: Sequence[str]) -> list[MemberFacts]:
-        """Each bot's name, retirement, pause and ratings under ``ruleset`` (FITTED when the
-        latest refit rated it, Elo, and the Elo games), in one round trip."""
+        """Each bot's name, retirement, pause, matches in play and ratings under ``ruleset``
+        (FITTED when the latest refit rated it, Elo with its games and the deviation kept with
+        it), in one round trip."""
         keys = [leaderboard_key(ruleset, "FITTED")]
         for identity in identities:
             keys += [bot_key(identity), bot_ladder_state_key(identity), ratings_key(identity)]
@@ -193,6 +196,7 @@ class LadderStore:
                 None if name is None else name.decode(), retired is not None, _pause((paused, reason)), int(playing or 0),
                 None if fitted is None else float(fitted),
                 None if rated is None else float(rated["rating"]), 0 if rated is None else int(rated["games"]),
+                None if rated is None or rated.get("deviation") is None else float(rated["deviation"]),
             ))
         return facts
 
