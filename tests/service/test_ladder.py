@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from service.domain.ladders import house_kinds, ladder_standing
+from service.settings import Settings
 from tests.service.arena_client import Api, Process, wait_until
 from tests.service.conftest import embedded_redis_url
 
@@ -245,3 +247,20 @@ def test_a_duplicate_set_is_played_match_after_match_with_the_seats_rotated_and_
     assert seated[1] == seated[0][1:] + seated[0][:1] and seated[2] == seated[1][1:] + seated[1][:1]
     board = api.data(LEADERBOARD, {"r": "WIZARD_JUNIOR", "m": "ELO"})["leaderboard"]
     assert next(r["games"] for r in board if r["bot"]["id"] == bot_id) >= 3
+
+
+def test_a_rating_for_the_pairing_takes_the_best_known_and_its_doubt_shrinks_with_games() -> None:
+    assert ladder_standing(None, None, 0) == (1500.0, 350.0)
+    assert ladder_standing(None, 1620.0, 3) == (1620.0, 175.0)
+    assert ladder_standing(1580.0, 1620.0, 3) == (1580.0, 175.0)  # the fit, when it rated the bot
+    assert ladder_standing(1580.0, 1620.0, 3, 80.0) == (1580.0, 80.0)  # a deviation kept with the rating
+
+
+def test_the_house_bots_of_every_ladder_are_named_comma_separated_and_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARENA_LADDER_HOUSE_BOTS", "search, heuristic,search")
+    assert house_kinds(Settings().ladder_house_bots) == ["SEARCH", "HEURISTIC"]
+    monkeypatch.setenv("ARENA_LADDER_HOUSE_BOTS", "")
+    assert house_kinds(Settings().ladder_house_bots) == []
+    monkeypatch.setenv("ARENA_LADDER_HOUSE_BOTS", "HEURISTIC,STOCKFISH")
+    with pytest.raises(ValueError, match="not STOCKFISH"):
+        house_kinds(Settings().ladder_house_bots)
