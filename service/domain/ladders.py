@@ -45,7 +45,7 @@ from service.model.live_match import LiveMatch, MatchSettings, MatchStatus, Seat
 from service.settings import Settings
 from service.store.clock import now_ms
 from service.store.ladders import LadderStore, Pause
-from wizard import HOUSE_BOTS, MatchConfig, Ruleset
+from wizard import HOUSE_BOTS, ConfigError, MatchConfig, Ruleset
 
 log = logging.getLogger("wizard_arena.ladders")
 
@@ -136,7 +136,7 @@ class LadderService:
             raise BadInput(f"players must be a whole number, not {players!r}")
         try:
             MatchConfig.create(ruleset, players, [])
-        except Exception as error:
+        except ConfigError as error:
             raise BadInput(f"no ladder for {ruleset} with {players} players: {error}") from error
         return ladder_name(Ruleset(ruleset).value, players)
 
@@ -191,7 +191,7 @@ class LadderService:
         ]
         rows = await self.store.members(ladder, first)
         ids = [bot_id for bot_id, _ in rows]
-        facts = await self.store.facts(ladder, ruleset, ids)
+        facts = await self.store.facts(ruleset, ids)
         bots = [
             _membership(bot_id, f.name or bot_id, ladder, joined, f.paused, playing.get(bot_id, 0))
             for (bot_id, joined), f in zip(rows, facts, strict=True)
@@ -226,13 +226,16 @@ class LadderService:
         if not members:
             return 0
         houses = [_house_identity(k) for k in self.house_kinds]
-        facts = await self.store.facts(ladder, ruleset, members + houses)
+        facts = await self.store.facts(ruleset, members + houses)
         playing = _playing(tables)
         bots: list[LadderBot] = []
         names: dict[str, str] = {}
         for identity, f in zip(members + houses, facts, strict=True):
             kind = house_kind_of(identity) if identity in houses else None
-            if kind is None and (f.name is None or f.retired or f.paused is not None):
+            if kind is None and (f.name is None or f.retired):
+                await self.store.leave(ladder, identity)  # a retired bot takes part in nothing new
+                continue
+            if kind is None and f.paused is not None:
                 continue
             rating, deviation = ladder_standing(f.fitted, f.elo, f.games, f.deviation)
             # the cap is per bot: a registered bot counts its matches in all ladders

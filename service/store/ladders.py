@@ -180,7 +180,7 @@ class LadderStore:
     async def unlock(self, ladder: str, token: str) -> None:
         await self._unlock(keys=[ladder_lock_key(ladder)], args=[token])
 
-    async def facts(self, ladder: str, ruleset: str, identities: Sequence[str]) -> list[MemberFacts]:
+    async def facts(self, ruleset: str, identities: Sequence[str]) -> list[MemberFacts]:
         """Each bot's name, retirement, pause, matches in play and ratings under ``ruleset``
         (FITTED when the latest refit rated it, Elo with its games and the deviation kept with
         it), in one round trip."""

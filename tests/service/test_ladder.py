@@ -203,6 +203,17 @@ def test_bad_input_is_refused_and_changes_nothing(ladder_api: tuple[Api, Process
     assert api.data(MY_LADDERS, token=token)["me"]["ladders"] == []
 
 
+def test_a_bot_that_retires_leaves_its_ladders_at_the_next_pass(ladder_api: tuple[Api, Process]) -> None:
+    api, worker = ladder_api
+    token, bot_id = api.register()
+    api.data(JOIN, {"r": "WIZARD_JUNIOR_CLASSIC", "p": 6}, token)  # (too few to fill a table: it waits)
+    assert member(api, "WIZARD_JUNIOR_CLASSIC", 6, bot_id)["state"] == "ACTIVE"  # type: ignore[index]
+    api.data("mutation { retireBot { id } }", token=token)
+    wait_until(lambda: member(api, "WIZARD_JUNIOR_CLASSIC", 6, bot_id) is None, "the retired bot off the ladder",
+               explain=worker.output)
+    assert api.data(MY_LADDERS, token=token)["me"]["ladders"] == []
+
+
 @pytest.fixture(scope="module")
 def roomy_ladder_api(
     start_api: Any, start_worker: Any, tmp_path_factory: pytest.TempPathFactory
