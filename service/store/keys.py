@@ -64,8 +64,9 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
   the two sat at together; ``ladder:<ladder>:tables-made`` counter, the table ids;
   ``ladder:<ladder>:lock`` held by the one pairing pass running
 - ``{b:<id>}:ladders`` hash: ladder -> when the bot joined it (ms); ``{b:<id>}:ladder-state``
-  hash: ``timeouts`` (its ladder tables in a row in which it let a move time out), ``paused``
-  (ms) and ``reason`` while it is paused
+  hash: ``playing`` (the ladder matches it plays now, in all ladders: what the cap counts),
+  ``timeouts`` (its ladder tables in a row in which it let a move time out), ``paused`` (ms)
+  and ``reason`` while it is paused
 """
 
 from __future__ import annotations
@@ -267,5 +268,6 @@ def bot_ladders_key(bot_id: str) -> str:
 
 
 def bot_ladder_state_key(bot_id: str) -> str:
-    """The bot's ladder tables in a row with a timed-out move, and its pause (since, reason)."""
+    """The bot's ladder matches in play, its ladder tables in a row with a timed-out move, and
+    its pause (since, reason)."""
     return f"{{b:{bot_id}}}:ladder-state"
