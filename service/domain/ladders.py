@@ -259,7 +259,8 @@ class LadderService:
                 "duplicate": table.duplicate,
                 "created": now_ms(),
             }
-            if await self.store.store_table(ladder, table_id, stored, _turns(stored), table.bots, _registered(stored)):
+            if await self.store.store_table(ladder, table_id, stored, _turns(stored), table.bots, _registered(stored),
+                                            self.settings.ladder_max_matches):
                 await self._start(ladder, table_id, stored, 0)
                 started += 1
         return started

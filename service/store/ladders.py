@@ -30,12 +30,18 @@ from service.store.keys import (
 )
 
 # Store a new table once, count the meetings of its bots with it, and add its matches to those
-# each of its registered bots plays (in all ladders: the cap is per bot).
+# each of its registered bots plays (in all ladders: the cap is per bot), unless that would
+# take one over the cap (-1: the passes of two ladders seated it at once).
 # KEYS: tables, meetings, then each registered bot's ladder state. ARGV: table id, table JSON,
-# its matches, then each pair (``a|b``).
+# its matches, the cap, then each pair (``a|b``).
 STORE_TABLE = """
-if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
-for i = 4, #ARGV do redis.call('HINCRBY', KEYS[2], ARGV[i], 1) end
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 0 end
+for i = 3, #KEYS do
+  local playing = tonumber(redis.call('HGET', KEYS[i], 'playing') or '0')
+  if playing + tonumber(ARGV[3]) > tonumber(ARGV[4]) then return -1 end
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+for i = 5, #ARGV do redis.call('HINCRBY', KEYS[2], ARGV[i], 1) end
 for i = 3, #KEYS do redis.call('HINCRBY', KEYS[i], 'playing', tonumber(ARGV[3])) end
 return 1
 """
@@ -218,14 +224,15 @@ class LadderStore:
         return f"{await self.redis.incr(ladder_tables_made_key(ladder))}{secrets.token_hex(2)}"
 
     async def store_table(self, ladder: str, table_id: str, table: dict[str, Any], matches: int,
-                          bots: Sequence[str], registered: Sequence[str]) -> bool:
+                          bots: Sequence[str], registered: Sequence[str], cap: int) -> bool:
         """Store a new table (once), count its meetings, and add its ``matches`` to those its
-        ``registered`` bots play; False: stored already."""
+        ``registered`` bots play; False: stored already, or it would take one of them over
+        ``cap`` (another ladder's pass seated it meanwhile)."""
         pairs = sorted({"|".join(sorted((a, b))) for a in bots for b in bots if a < b})
-        return bool(await self._store_table(
+        return int(await self._store_table(
             keys=[ladder_tables_key(ladder), ladder_meetings_key(ladder), *(bot_ladder_state_key(b) for b in registered)],
-            args=[table_id, json.dumps(table, separators=(",", ":")), matches, *pairs],
-        ))
+            args=[table_id, json.dumps(table, separators=(",", ":")), matches, cap, *pairs],
+        )) == 1
 
     async def drop_table(self, ladder: str, table_id: str, matches: int, registered: Sequence[str]) -> None:
         """A table whose matches were never made (its pass died half way): off the tables in
