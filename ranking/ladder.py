@@ -57,10 +57,10 @@ def pair_ladder(
     if spare and len(house) < players - spare:
         free = _seated(free, len(free) - spare, rng)
         spare = 0
-    # each bot's strength sampled from its rating's doubt: close ratings meet, and an
-    # uncertain bot meets a spread of opponents while its rating is still moving
-    keys = {b.id: b.rating + rng.gauss(0.0, b.deviation) for b in free}
-    order = sorted(free, key=lambda b: (keys[b.id], b.id))
+    # A random order, not one by rating: on the score fit, tables of close ratings taught
+    # less than mixed ones (wizard-arena bench ladder, BENCHMARKS.md "The ladder").
+    order = sorted(free, key=lambda b: b.id)
+    rng.shuffle(order)
     tables: list[LadderTable] = []
     seated: set[str] = set()
     start = 0
@@ -75,7 +75,7 @@ def pair_ladder(
                 window.append(b)
                 if len(window) == WINDOW * players:
                     break
-        costs = [_cost(first.id, c.id, keys, meetings) for c in window]
+        costs = [float(_met(first.id, c.id, meetings)) for c in window]
         members = [first]
         for _ in range(players - 1):
             pick = min(range(len(window)), key=costs.__getitem__)
@@ -83,7 +83,7 @@ def pair_ladder(
             members.append(chosen)
             seated.add(chosen.id)
             costs[pick] = math.inf
-            costs = [c + _cost(chosen.id, w.id, keys, meetings) for c, w in zip(costs, window, strict=True)]
+            costs = [c + _met(chosen.id, w.id, meetings) for c, w in zip(costs, window, strict=True)]
         tables.append(_table(members, players, max_playing, rng))
     order = [b for b in order if b.id not in seated]
     if order:
@@ -93,17 +93,12 @@ def pair_ladder(
     return tables
 
 
-#: how far down the (sampled) order a table looks for its members, in tables
+#: how far down the order a table looks for its members, in tables
 WINDOW = 3
-#: the rating gap (Elo) that costs as much as one earlier meeting of the pair
-GAP_PER_MEETING = 100.0
 
 
-def _cost(a: str, b: str, keys: Mapping[str, float], meetings: Mapping[frozenset[str], int]) -> float:
-    """What seating ``a`` with ``b`` costs: their (sampled) rating gap, squared, and how often
-    they have met already."""
-    gap = (keys[a] - keys[b]) / GAP_PER_MEETING
-    return gap * gap + meetings.get(frozenset((a, b)), 0)
+def _met(a: str, b: str, meetings: Mapping[frozenset[str], int]) -> int:
+    return meetings.get(frozenset((a, b)), 0)
 
 
 def _table(members: list[LadderBot], players: int, max_playing: int, rng: random.Random) -> LadderTable:

@@ -73,6 +73,12 @@ def _bench_ratings(args: argparse.Namespace) -> None:
     _print_nested(bench_ratings(args.seeds, args.limit, args.seed), args.json)
 
 
+def _bench_ladder(args: argparse.Namespace) -> None:
+    from bench.ladder import bench_ladder
+
+    _print_nested(bench_ladder(args.seeds, args.limit, args.seed, args.passes), args.json)
+
+
 def _bench_webhooks(args: argparse.Namespace) -> None:
     from bench.webhooks import bench_webhooks
 
@@ -535,6 +541,16 @@ def build_parser() -> argparse.ArgumentParser:
     ratings.add_argument("--seed", type=int, default=1, help="the first seed")
     ratings.add_argument("--json", action="store_true", help="print one JSON line")
     ratings.set_defaults(run=_bench_ratings)
+
+    ladder = benches.add_parser(
+        "ladder", help="matches until a simulated ladder of house-bot mixtures finds their order, and a pairing pass's time"
+    )
+    ladder.add_argument("--seeds", type=int, default=5, help="simulated ladders of 20 bots, averaged")
+    ladder.add_argument("--limit", type=int, default=300, help="matches per ladder (tau must hold to the end)")
+    ladder.add_argument("--seed", type=int, default=1, help="the first seed")
+    ladder.add_argument("--passes", type=int, default=50, help="timed pairing passes over 1,000 ladder bots")
+    ladder.add_argument("--json", action="store_true", help="print one JSON line")
+    ladder.set_defaults(run=_bench_ladder)
 
     deadlines = benches.add_parser(
         "deadlines", help="how late the worker's fallback move lands after a missed deadline (Redis, serve, 1 worker)"

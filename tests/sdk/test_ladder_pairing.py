@@ -88,14 +88,6 @@ def test_any_ladder_gets_tables_that_keep_the_contract(n, houses, players, max_p
     assert len(tables) >= free // players  # nobody waits who could fill a table
 
 
-def test_close_ratings_sit_together():
-    low = [LadderBot(f"low{i}", 1000 + 10 * i, 10.0, 0) for i in range(4)]
-    high = [LadderBot(f"high{i}", 2000 + 10 * i, 10.0, 0) for i in range(4)]
-    for seed in range(20):
-        tables = pair_ladder(low + high, 4, {}, 1, random.Random(seed))
-        assert sorted(sorted(t.bots) for t in tables) == [sorted(b.id for b in high), sorted(b.id for b in low)]
-
-
 def test_bots_that_met_least_sit_together():
     bots = [LadderBot(f"b{i}", 1500.0, 0.0, 0) for i in range(8)]
     last = [{"b0", "b1", "b2", "b3"}, {"b4", "b5", "b6", "b7"}]
