@@ -20,8 +20,8 @@ nextTurn, myTurns, GET /api/turns) or calls joinLadder.
 
 Every step is idempotent: tables are stored once under ids from a counter and their matches
 created under ids derived from the table, so a pass or a settlement run again changes
-nothing; a pass that died between storing a table and creating its first match is finished
-by the next pass (or, a minute on, the table is dropped).
+nothing; a table is listed as unstarted until its first match is created, so a pass that
+died in between is finished by the next pass (or, a minute on, the table is dropped).
 """
 
 from __future__ import annotations
@@ -262,24 +262,22 @@ class LadderService:
             if await self.store.store_table(ladder, table_id, stored, _turns(stored), table.bots, _registered(stored),
                                             self.settings.ladder_max_matches):
                 await self._start(ladder, table_id, stored, 0)
+                await self.store.started(ladder, table_id)
                 started += 1
         return started
 
     async def _finish_unstarted(self, ladder: str, tables: dict[str, dict[str, Any]]) -> None:
-        """Tables a pass stored but died before starting: started now, or dropped when older
-        than UNSTARTED_TABLE_MS (their first match would be long overdue)."""
-        young = {tid: t for tid, t in tables.items() if 1000 <= now_ms() - t["created"] < 2 * UNSTARTED_TABLE_MS}
-        ids = {tid: [_match_id(ladder, tid, turn) for turn in range(_turns(t))] for tid, t in young.items()}
-        flat = [match_id for table_ids in ids.values() for match_id in table_ids]
-        made = {match_id for match_id, s in zip(flat, await self.matches.matches.load_many(flat), strict=True) if s}
-        for table_id, table in young.items():
-            if any(match_id in made for match_id in ids[table_id]):
-                continue
-            if now_ms() - table["created"] < UNSTARTED_TABLE_MS:
+        """Tables a pass stored but died before starting (under the ladder's lock, no other
+        pass is starting one now): started, or dropped when older than UNSTARTED_TABLE_MS
+        (their first match would be long overdue)."""
+        for table_id in await self.store.unstarted(ladder):
+            table = tables.get(table_id)
+            if table is not None and now_ms() - table["created"] < UNSTARTED_TABLE_MS:
                 await self._start(ladder, table_id, table, 0)
-            else:
+            elif table is not None:
                 await self.store.drop_table(ladder, table_id, _turns(table), _registered(table))
-                tables.pop(table_id, None)
+                tables.pop(table_id)
+            await self.store.started(ladder, table_id)
 
     async def _start(self, ladder: str, table_id: str, table: dict[str, Any], turn: int) -> None:
         """The table's ``turn``-th match (created once: its id is the table's and the turn's)."""

@@ -62,6 +62,8 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
   set: bot id by when it joined; ``ladder:<ladder>:tables`` hash: table id -> table (JSON) for
   each table in play; ``ladder:<ladder>:meetings`` hash: ``<bot>|<bot>`` (ids sorted) -> tables
   the two sat at together; ``ladder:<ladder>:tables-made`` counter, the table ids;
+  ``ladder:<ladder>:unstarted`` set: tables stored whose first match is not created yet (a
+  pass that died in between leaves them there for the next);
   ``ladder:<ladder>:lock`` held by the one pairing pass running
 - ``{b:<id>}:ladders`` hash: ladder -> when the bot joined it (ms); ``{b:<id>}:ladder-state``
   hash: ``playing`` (the ladder matches it plays now, in all ladders: what the cap counts),
@@ -255,6 +257,11 @@ def ladder_meetings_key(ladder: str) -> str:
 def ladder_tables_made_key(ladder: str) -> str:
     """The ladder's table counter: each new table's id."""
     return f"ladder:{ladder}:tables-made"
+
+
+def ladder_unstarted_key(ladder: str) -> str:
+    """The ladder's tables stored whose first match is not created yet."""
+    return f"ladder:{ladder}:unstarted"
 
 
 def ladder_lock_key(ladder: str) -> str:

@@ -25,6 +25,7 @@ from service.store.keys import (
     ladder_members_key,
     ladder_tables_key,
     ladder_tables_made_key,
+    ladder_unstarted_key,
     leaderboard_key,
     ratings_key,
 )
@@ -32,17 +33,19 @@ from service.store.keys import (
 # Store a new table once, count the meetings of its bots with it, and add its matches to those
 # each of its registered bots plays (in all ladders: the cap is per bot), unless that would
 # take one over the cap (-1: the passes of two ladders seated it at once).
-# KEYS: tables, meetings, then each registered bot's ladder state. ARGV: table id, table JSON,
-# its matches, the cap, then each pair (``a|b``).
+# The table is also listed as unstarted, until its first match is created.
+# KEYS: tables, meetings, unstarted, then each registered bot's ladder state. ARGV: table id,
+# table JSON, its matches, the cap, then each pair (``a|b``).
 STORE_TABLE = """
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 0 end
-for i = 3, #KEYS do
+for i = 4, #KEYS do
   local playing = tonumber(redis.call('HGET', KEYS[i], 'playing') or '0')
   if playing + tonumber(ARGV[3]) > tonumber(ARGV[4]) then return -1 end
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('SADD', KEYS[3], ARGV[1])
 for i = 5, #ARGV do redis.call('HINCRBY', KEYS[2], ARGV[i], 1) end
-for i = 3, #KEYS do redis.call('HINCRBY', KEYS[i], 'playing', tonumber(ARGV[3])) end
+for i = 4, #KEYS do redis.call('HINCRBY', KEYS[i], 'playing', tonumber(ARGV[3])) end
 return 1
 """
 
@@ -230,9 +233,18 @@ class LadderStore:
         ``cap`` (another ladder's pass seated it meanwhile)."""
         pairs = sorted({"|".join(sorted((a, b))) for a in bots for b in bots if a < b})
         return int(await self._store_table(
-            keys=[ladder_tables_key(ladder), ladder_meetings_key(ladder), *(bot_ladder_state_key(b) for b in registered)],
+            keys=[ladder_tables_key(ladder), ladder_meetings_key(ladder), ladder_unstarted_key(ladder),
+                  *(bot_ladder_state_key(b) for b in registered)],
             args=[table_id, json.dumps(table, separators=(",", ":")), matches, cap, *pairs],
         )) == 1
+
+    async def started(self, ladder: str, table_id: str) -> None:
+        """The table's first match is created (or the table is gone): off the unstarted ones."""
+        await self.redis.srem(ladder_unstarted_key(ladder), table_id)
+
+    async def unstarted(self, ladder: str) -> list[str]:
+        """Tables stored whose first match was not created (a pass died in between)."""
+        return sorted(t.decode() for t in await self.redis.smembers(ladder_unstarted_key(ladder)))
 
     async def drop_table(self, ladder: str, table_id: str, matches: int, registered: Sequence[str]) -> None:
         """A table whose matches were never made (its pass died half way): off the tables in

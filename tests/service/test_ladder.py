@@ -11,15 +11,19 @@ other module's worker pairs its ladders with other settings."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from redis.asyncio import Redis
 
 from service.domain.ladders import house_kinds, ladder_standing
 from service.settings import Settings
+from service.store.ladders import LadderStore
 from tests.service.arena_client import Api, Process, wait_until
 from tests.service.conftest import embedded_redis_url
 
@@ -45,14 +49,19 @@ LEADERBOARD = (
 
 
 @pytest.fixture(scope="module")
-def ladder_api(start_api: Any, start_worker: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Api, Process]]:
-    """An API and a worker on a Redis of this module's own, with the ladder's test settings."""
-    for url in embedded_redis_url(tmp_path_factory.mktemp("ladder-redis")):
-        env = {"REDIS_URL": url, **LADDER_ENV}
-        api, worker = start_api(**env), start_worker(**env)
-        yield api, worker
-        worker.stop()  # (before its Redis goes)
-        api.process.stop()
+def ladder_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Redis of this module's own."""
+    yield from embedded_redis_url(tmp_path_factory.mktemp("ladder-redis"))
+
+
+@pytest.fixture(scope="module")
+def ladder_api(start_api: Any, start_worker: Any, ladder_redis: str) -> Iterator[tuple[Api, Process]]:
+    """An API and a worker on this module's Redis, with the ladder's test settings."""
+    env = {"REDIS_URL": ladder_redis, **LADDER_ENV}
+    api, worker = start_api(**env), start_worker(**env)
+    yield api, worker
+    worker.stop()  # (before its Redis goes)
+    api.process.stop()
 
 
 @pytest.fixture
@@ -212,6 +221,34 @@ def test_a_bot_that_retires_leaves_its_ladders_at_the_next_pass(ladder_api: tupl
     wait_until(lambda: member(api, "WIZARD_JUNIOR_CLASSIC", 6, bot_id) is None, "the retired bot off the ladder",
                explain=worker.output)
     assert api.data(MY_LADDERS, token=token)["me"]["ladders"] == []
+
+
+def test_a_table_a_dead_pass_stored_but_never_started_is_started_by_the_next_or_dropped_when_old(
+    ladder_api: tuple[Api, Process], ladder_redis: str
+) -> None:
+    api, worker = ladder_api
+    bots = [api.register() for _ in range(3)]
+    api.data(JOIN, {"r": "WIZARD_JUNIOR", "p": 6}, bots[0][0])  # (too few to fill a table: the passes seat it nowhere)
+    ids = [bot_id for _, bot_id in bots]
+    seats = [{"id": b, "name": b, "house": None} for b in ids]
+    seats += [{"id": f"house-{k.lower()}", "name": k, "house": k} for k in ("HEURISTIC", "RANDOM", "SEARCH")]
+
+    async def a_pass_dies_after_storing_its_tables() -> None:
+        redis = Redis.from_url(ladder_redis)
+        try:
+            for table_id, age_ms in (("young", 0), ("old", 120_000)):
+                table = {"seats": seats, "seed": f"seed-{table_id}", "duplicate": False,
+                         "created": int(time.time() * 1000) - age_ms}
+                assert await LadderStore(redis).store_table("WIZARD_JUNIOR:6", table_id, table, 1, ids, ids, 10)
+        finally:
+            await redis.aclose()
+
+    asyncio.run(a_pass_dies_after_storing_its_tables())
+    wait_until(lambda: api.data("query($m: ID!) { match(id: $m) { id } }", {"m": "ladder-wizard-junior-6-young-0"})["match"],
+               "the next pass creating the young table's first match", explain=worker.output)
+    wait_until(lambda: member(api, "WIZARD_JUNIOR", 6, ids[0])["playing"] == 1,  # type: ignore[index]
+               "the old table dropped", explain=worker.output)
+    assert api.data("query($m: ID!) { match(id: $m) { id } }", {"m": "ladder-wizard-junior-6-old-0"})["match"] is None
 
 
 @pytest.fixture(scope="module")
