@@ -9,8 +9,10 @@
   played through the engine (4 players, WIZARD) and the leaderboard is refitted
   (``ranking.ratings.fit_scores``) after every match, as the service refits after every
   rated match; the pairing sees the fit of the pass's start (ratings and deviations).
-- **Against:** the same field on random tables (every pass a random split into tables),
-  the same deals (a match's deal depends only on the seed and its number).
+- **Against:** the same field and deals (a match's deal depends only on the seed and its
+  number) on random tables (every pass a random split into tables), on tables of close
+  ratings (the bots in order of a rating drawn from each one's rating and deviation, cut
+  into tables), and with pair_ladder dealing every table as a duplicate set.
 - **Figures:** matches until the leaderboard's Kendall tau against the known order reaches
   0.9 and stays there to the end of the run; a new bot joining the settled ladder (after
   the run, at a random ``p`` between two of the field's) within one place of its true rank
@@ -71,6 +73,15 @@ def random_pairing(bots: Sequence[LadderBot], meetings: dict[frozenset[str], int
     order = [b.id for b in bots]
     rng.shuffle(order)
     return [LadderTable(tuple(order[i:i + TABLE]), False) for i in range(0, len(order) - TABLE + 1, TABLE)]
+
+
+def rating_pairing(bots: Sequence[LadderBot], meetings: dict[frozenset[str], int], rng: random.Random) -> list[LadderTable]:
+    """The alternative pair_ladder was measured against: tables of close ratings (the bots
+    in order of a rating drawn from each one's rating and deviation, cut into tables)."""
+    order = sorted(bots, key=lambda b: b.rating + rng.gauss(0.0, b.deviation))
+    return [
+        LadderTable(tuple(b.id for b in order[i:i + TABLE]), False) for i in range(0, len(order) - TABLE + 1, TABLE)
+    ]
 
 
 class Ladder:
@@ -192,6 +203,7 @@ def bench_ladder(seeds: int, limit: int, first_seed: int = 1, passes: int = 50) 
         "ladder": ladder_pairing(False),
         "ladder_duplicate": ladder_pairing(True),
         "random_tables": random_pairing,
+        "close_ratings": rating_pairing,
     }
     reached: dict[str, list[int | None]] = {m: [] for m in methods}
     newcomers = []

@@ -4,6 +4,21 @@ The ladder service calls :func:`pair_ladder` on every pass with the ladder's act
 (their ratings, deviations and how many ladder matches each sits in now), how often each
 pair has met, and the cap on concurrent matches per bot; it starts the tables returned.
 
+How it chooses, each choice measured in a simulated ladder of bots that really play
+(``wizard-arena bench ladder``; BENCHMARKS.md, "The ladder"):
+
+- **Who plays now:** every free bot, when they divide into full tables. When they do not,
+  the few left over sit with house bots if there are enough, else wait: drawn at random
+  with odds that grow with their deviations, so the bots whose ratings are least sure play
+  first and nobody is starved.
+- **Who meets whom:** the free bots in a random order; each table takes the first bot not
+  yet seated and, from the next few, those it and its table-mates have met least. Not
+  close ratings: the leaderboard's fit uses whole scores, and in the simulation tables of
+  close ratings found the order no sooner than mixed ones (a table of like bots leaves
+  their level and the table's level hard to tell apart).
+- **Duplicate sets** whenever every bot of a table has room under the cap for all of the
+  set's matches: a cap below the table size turns them off.
+
 House bots (the server plays them) have no cap and are used only to complete a table that
 the waiting bots cannot fill by themselves: each table has at least one non-house bot, and
 a house bot sits at most one seat of a table (it may sit at several tables of one pass).
@@ -57,8 +72,9 @@ def pair_ladder(
     if spare and len(house) < players - spare:
         free = _seated(free, len(free) - spare, rng)
         spare = 0
-    # A random order, not one by rating: on the score fit, tables of close ratings taught
-    # less than mixed ones (wizard-arena bench ladder, BENCHMARKS.md "The ladder").
+    # A random order, not one by rating: for the score fit, which the leaderboard is, tables
+    # of close ratings taught no more than mixed ones in the simulated ladder (BENCHMARKS.md,
+    # "The ladder"), and a table of like bots confounds their level with the table's.
     order = sorted(free, key=lambda b: b.id)
     rng.shuffle(order)
     tables: list[LadderTable] = []

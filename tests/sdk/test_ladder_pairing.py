@@ -85,7 +85,11 @@ def test_any_ladder_gets_tables_that_keep_the_contract(n, houses, players, max_p
     tables = pair_ladder(bots, players, meetings, max_playing, random.Random(seed))
     _check_contract(bots, players, max_playing, tables)
     free = sum(1 for b in bots if not b.house and b.playing + 1 <= max_playing)
-    assert len(tables) >= free // players  # nobody waits who could fill a table
+    spare = free % players
+    completed = bool(spare) and houses >= players - spare and free > 0
+    assert len(tables) == free // players + completed  # nobody waits who could fill a table
+    house_seats = sum(b.startswith("house-") for t in tables for b in t.bots)
+    assert house_seats == (players - spare if completed else 0)  # house bots only complete a short table
 
 
 def test_bots_that_met_least_sit_together():
