@@ -124,6 +124,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         help="challenges naming the bot: accept or decline each one as it comes (those pending too) while this runs; "
         "bot: as the bot's accepts_challenge answers; default: answer none",
     )
+    play.add_argument(
+        "--ladder", action="append", metavar="RULESET:PLAYERS",
+        help="join this continuous rated ladder as the bot starts (WIZARD:4; again for more): the workers pair it "
+        "into rated matches until it leaves (leaveLadder)",
+    )
     play.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     play.set_defaults(run=_play)
 

@@ -33,6 +33,8 @@ log = logging.getLogger("wizard_arena.client")
 #: Every field of ``Match``, as the API's contract describes it (``contract``)
 MATCH_FIELDS = MATCH.selection()
 #: what the organiser's commands show of a tournament
+#: a ladder membership as the SDK reads it
+LADDER_FIELDS = "bot { id name } ruleset players state joinedAt pausedAt pausedReason playing"
 TOURNAMENT_FIELDS = (
     "id name status format ruleset variants playersPerMatch rounds durationMinutes startsAt startedAt finishedAt "
     "rated duplicate createdBy cancelledReason entrants { id name } standings { rank points matches bot { id name } }"
@@ -372,6 +374,31 @@ class ArenaClient:
         """The bot's standing rule for challenges: ACCEPT_ANY, REFUSE_RATED or REFUSE_ALL."""
         data = await self.graphql("mutation($p: ChallengePolicy!) { setChallengePolicy(policy: $p) }", {"p": policy})
         return str(data["setChallengePolicy"])
+    # ------------------------------------------------------------------ the ladder
+    async def join_ladder(self, ruleset: str, players: int) -> dict[str, Any]:
+        """Join the continuous rated ladder (again: a pause is lifted): the membership."""
+        data = await self.graphql(
+            f"mutation($r: Ruleset!, $p: Int!) {{ joinLadder(ruleset: $r, players: $p) {{ {LADDER_FIELDS} }} }}",
+            {"r": ruleset, "p": players},
+        )
+        return data["joinLadder"]
+
+    async def leave_ladder(self, ruleset: str, players: int) -> dict[str, Any]:
+        """Leave the ladder (its matches in play finish): the membership, LEFT."""
+        data = await self.graphql(
+            f"mutation($r: Ruleset!, $p: Int!) {{ leaveLadder(ruleset: $r, players: $p) {{ {LADDER_FIELDS} }} }}",
+            {"r": ruleset, "p": players},
+        )
+        return data["leaveLadder"]
+
+    async def ladder(self, ruleset: str, players: int, first: int = 100) -> list[dict[str, Any]]:
+        """The ladder's members, each with its state and the ladder matches it sits in now."""
+        data = await self.graphql(
+            f"query($r: Ruleset!, $p: Int!, $f: Int!) {{ ladder(ruleset: $r, players: $p, first: $f) "
+            f"{{ {LADDER_FIELDS} }} }}",
+            {"r": ruleset, "p": players, "f": first},
+        )
+        return data["ladder"]
 
     # ------------------------------------------------------------------ tournaments and ratings
     async def create_tournament(self, **spec: Any) -> dict[str, Any]:

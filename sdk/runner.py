@@ -18,6 +18,8 @@ until stopped.
 - Told to (``challenges``), it answers the challenges that name the bot the same way, on the
   same stream (``myTurnsAndInvitations(challenges: true)``, ``nextTurn(challenges: true)``):
   accepting or declining each, or as the bot's own rule (:meth:`Bot.accepts_challenge`) says.
+- Told to (``ladders``, ``--ladder WIZARD:4``), it joins those continuous rated ladders as it
+  starts (joining again lifts a pause the server put on the bot for moves that timed out).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import random
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -91,6 +93,7 @@ class BotRunner:
     def __init__(
         self, bot: Bot, client: ArenaClient, transport: str = "auto", invitations: str | None = None,
         challenges: str | None = None,
+        ladders: Sequence[tuple[str, int]] = (),
     ) -> None:
         if transport not in ("auto", "ws", "poll"):
             raise ValueError(f"transport {transport!r}: use auto, ws or poll")
@@ -108,6 +111,8 @@ class BotRunner:
         #: polling: an answer failed, so the next wait leaves invitations and challenges out (one
         #: still pending would end every wait at once)
         self._invitation_failed = False
+        #: the ladders (ruleset, players) joined at the start
+        self.ladders = list(ladders)
         self.client = client
         #: the bot's id (known once it runs): the challenges that name it are its to answer
         self._bot_id: str | None = None
@@ -154,6 +159,9 @@ class BotRunner:
         self._bot_id = me["id"]
         log.info("playing as %s (bot %s) with %s over %s", me["name"], me["id"], self.bot.label, self.client.url)
         await self._check_invitation_policy()
+        for ruleset, players in self.ladders:
+            joined = await self.client.join_ladder(ruleset, players)
+            log.info("joined the %s ladder with %d players: %s", ruleset, players, joined["state"])
         transport = self.transport
         while True:
             try:
@@ -495,7 +503,7 @@ def configure_logging(log_level: str) -> None:
 
 def run_bot(
     bot: Bot, url: str, token: str, transport: str = "auto", log_level: str = "info", invitations: str | None = None,
-    challenges: str | None = None,
+    challenges: str | None = None, ladders: Sequence[tuple[str, int]] = (),
 ) -> None:
     """Plays ``bot`` on the server at ``url`` until interrupted (Ctrl-C or SIGTERM), logging
     each decision: what ``wizard-arena play`` does."""
@@ -510,7 +518,7 @@ def run_bot(
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, task.cancel)
         async with ArenaClient(url, token) as client:
-            runner = BotRunner(bot, client, transport, invitations, challenges)
+            runner = BotRunner(bot, client, transport, invitations, challenges, ladders)
             try:
                 await runner.run()
             except asyncio.CancelledError:
@@ -546,4 +554,13 @@ def play_command(args: argparse.Namespace) -> None:
         bot.start()  # a command that cannot run is said now, not at the first turn
     else:
         bot = load_bot(args.bot)
-    run_bot(bot, args.url, args.token, args.transport, args.log_level, args.invitations, args.challenges)
+    run_bot(bot, args.url, args.token, args.transport, args.log_level, args.invitations, args.challenges,
+            [parse_ladder(text) for text in args.ladder or ()])
+
+
+def parse_ladder(text: str) -> tuple[str, int]:
+    """``--ladder WIZARD:4``: the ruleset and the players a table (the server checks the pair)."""
+    ruleset, _, players = text.partition(":")
+    if not ruleset or not players.isdigit():
+        raise ValueError(f"--ladder {text!r}: give RULESET:PLAYERS, for example WIZARD:4")
+    return ruleset.upper(), int(players)

@@ -6,11 +6,12 @@ Every field can be set by an environment variable ``ARENA_<FIELD>`` (for example
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import AliasChoices, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 class Settings(BaseSettings):
@@ -186,3 +187,31 @@ class Settings(BaseSettings):
         description="let webhooks reach loopback, private, link-local and multicast addresses (tests, a closed "
         "network); off, such URLs are refused where they resolve to such an address",
     )
+    ladder_house_bots: Annotated[list[str], NoDecode] = Field(
+        default=["HEURISTIC", "RANDOM"],
+        description="the house bot kinds every ladder has as permanent members (comma-separated, "
+        "`HEURISTIC,RANDOM`; empty: none), so that a lone bot always finds opponents; each kind shares one rating",
+    )
+    ladder_pair_seconds: float = Field(
+        default=2.0, gt=0, description="how often the workers run each ladder's pairing pass (one at a time)"
+    )
+    ladder_max_matches: int = Field(
+        default=2, ge=1,
+        description="ladder matches one bot sits in at once at most, in all its ladders together (house bots: no limit)",
+    )
+    ladder_pause_after_timeouts: int = Field(
+        default=3, ge=1,
+        description="ladder tables in a row in which a bot let a move time out, after which it is paused (not "
+        "paired) until it answers again: waits for a turn (awaitTurn, nextTurn, myTurns, GET /api/turns) or "
+        "calls joinLadder",
+    )
+    ladder_move_timeout_ms: int = Field(default=10_000, ge=1, description="the move timeout of ladder matches")
+
+    @field_validator("ladder_house_bots", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        """``HEURISTIC,RANDOM`` as well as a JSON list (the kinds are checked by the ladders)."""
+        if isinstance(value, str):
+            text = value.strip()
+            return json.loads(text) if text.startswith("[") else [k.strip() for k in text.split(",") if k.strip()]
+        return value

@@ -77,6 +77,10 @@ def _bench_rating_deviations(args: argparse.Namespace) -> None:
     from bench.ratings import bench_calibration
 
     _print_nested(bench_calibration(args.seeds, args.seed), args.json)
+def _bench_ladder(args: argparse.Namespace) -> None:
+    from bench.ladder import bench_ladder
+
+    _print_nested(bench_ladder(args.seeds, args.limit, args.seed, args.passes), args.json)
 
 
 def _bench_webhooks(args: argparse.Namespace) -> None:
@@ -115,6 +119,12 @@ def _bench_tournament(args: argparse.Namespace) -> None:
         args.entrants, args.players, args.rounds, args.workers, args.engine_seconds, args.move_timeout_ms
     )
     _print_nested(result, args.json)
+
+
+def _bench_ladder_pass(args: argparse.Namespace) -> None:
+    from bench.ladder_pass import bench_ladder_pass
+
+    _print_nested(bench_ladder_pass(args.bots, args.players, args.passes), args.json)
 
 
 def _configure_logging(level: str, settings: Settings | None = None) -> None:
@@ -544,6 +554,15 @@ def build_parser() -> argparse.ArgumentParser:
     deviations.add_argument("--seed", type=int, default=1, help="the first seed")
     deviations.add_argument("--json", action="store_true", help="print one JSON line")
     deviations.set_defaults(run=_bench_rating_deviations)
+    ladder = benches.add_parser(
+        "ladder", help="matches until a simulated ladder of house-bot mixtures finds their order, and a pairing pass's time"
+    )
+    ladder.add_argument("--seeds", type=int, default=5, help="simulated ladders of 20 bots, averaged")
+    ladder.add_argument("--limit", type=int, default=300, help="matches per ladder (tau must hold to the end)")
+    ladder.add_argument("--seed", type=int, default=1, help="the first seed")
+    ladder.add_argument("--passes", type=int, default=50, help="timed pairing passes over 1,000 ladder bots")
+    ladder.add_argument("--json", action="store_true", help="print one JSON line")
+    ladder.set_defaults(run=_bench_ladder)
 
     deadlines = benches.add_parser(
         "deadlines", help="how late the worker's fallback move lands after a missed deadline (Redis, serve, 1 worker)"
@@ -569,6 +588,15 @@ def build_parser() -> argparse.ArgumentParser:
     tournament.add_argument("--engine-seconds", type=float, default=3.0, help="least time for the in-process comparison")
     tournament.add_argument("--json", action="store_true", help="print one JSON line")
     tournament.set_defaults(run=_bench_tournament)
+
+    ladder_pass = benches.add_parser(
+        "ladder-pass", help="one ladder's pairing pass over many members through Redis: starting tables, and at the cap"
+    )
+    ladder_pass.add_argument("--bots", type=int, default=1000, help="the ladder's members")
+    ladder_pass.add_argument("--players", type=int, default=4, choices=range(3, 7), help="players a table")
+    ladder_pass.add_argument("--passes", type=int, default=5, help="times each pass is timed")
+    ladder_pass.add_argument("--json", action="store_true", help="print one JSON line")
+    ladder_pass.set_defaults(run=_bench_ladder_pass)
 
     webhooks = benches.add_parser(
         "webhooks", help="one worker's webhook dispatcher driving bots served by serve-bot: moves/s, due-to-sent delay"

@@ -9,7 +9,9 @@
   its next tables created as its matches end), and each that ended gets a job that archives
   it (``worker.jobs.archive_tournament``); challenges past their expiry are written EXPIRED,
   and an accepted one whose match its accepting process did not make gets it
-  (``service.domain.challenges``).
+  (``service.domain.challenges``);
+- every ``ARENA_LADDER_PAIR_SECONDS``: each ladder's pairing pass (``service.domain.ladders``),
+  which starts its next rated tables (one pass of a ladder at a time, across all workers).
 Each round it also writes its heartbeat (``service.health``), at most once a second.
 The clock itself never waits on the archive's database: the jobs do, so a database away
 holds up neither deadlines nor tournaments.
@@ -92,8 +94,16 @@ async def advance_tournaments(services: Services) -> None:
             log.exception("advancing tournament %s", tid)
 
 
+async def pair_ladders(services: Services) -> None:
+    for ladder in await services.ladders.ladders():
+        try:
+            await services.ladders.pair(ladder)
+        except Exception:
+            log.exception("pairing ladder %s", ladder)
+
+
 async def run_clock(services: Services, queue: JobQueue, stop: asyncio.Event) -> None:
-    next_settle = next_tournaments = 0.0
+    next_settle = next_tournaments = next_ladders = 0.0
     heartbeat = Heartbeat(services.redis)  # /readyz and `worker --check` see the clock go round
     outage = Outage("Redis", log)
     while not stop.is_set():
@@ -110,6 +120,9 @@ async def run_clock(services: Services, queue: JobQueue, stop: asyncio.Event) ->
                 await advance_tournaments(services)
                 await services.challenges.sweep()
                 await queue_tournament_archives(services, queue)
+            if now >= next_ladders:
+                next_ladders = now + services.settings.ladder_pair_seconds
+                await pair_ladders(services)
             upcoming = await services.matches.next_due_ms()
             outage.recovered()
         except Exception as error:  # noqa: BLE001 - keep the clock running, whatever failed (outage.after reports it)

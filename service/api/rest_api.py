@@ -24,7 +24,7 @@ BOT_FIELDS = (
     "id name house houseKind description homepage createdAt retired retiredAt ratings { ruleset rating games deviation provisional }"
 )
 #: the caller's own bot: what anyone sees of it, and what only it sees
-ME_FIELDS = f"{BOT_FIELDS} invitationPolicy challengePolicy"
+ME_FIELDS = f"{BOT_FIELDS} invitationPolicy challengePolicy ladders {{ ruleset players state joinedAt pausedAt pausedReason playing }}"
 TOKEN_FIELDS = "id name createdAt lastUsedAt"
 WEBHOOK_FIELDS = "url status failures lastError lastErrorAt pausedUntil"
 TOURNAMENT_SUMMARY = (
@@ -48,6 +48,8 @@ TOURNAMENTS = "Tournaments"
 INVITATIONS = "Invitations"
 CHALLENGES = "Challenges"
 RATINGS = "Ratings"
+LADDERS = "Ladders"
+LADDER_FIELDS = "bot { id name } ruleset players state joinedAt pausedAt pausedReason playing"
 
 #: the whole record as GET /api/matches/{id}/record answers it (RULES.md's record, and the match's facts)
 RECORD_SCHEMA: dict[str, Any] = {
@@ -342,6 +344,29 @@ OPERATIONS: list[Operation] = [
         "{ rank bot { id name } rating games method deviation provisional } }",
         description="Each with its deviation and provisional mark; provisional=false leaves provisional bots out "
                     "(ranks counted among those shown).",
+    ),
+    # ------------------------------------------------------------------ the ladder
+    Operation(
+        "GET", "/api/ladders/{ruleset}/{players}", "ladder", "A ladder's members", LADDERS,
+        "query($ruleset: Ruleset!, $players: Int!, $first: Int! = 100) "
+        f"{{ ladder(ruleset: $ruleset, players: $players, first: $first) {{ {LADDER_FIELDS} }} }}",
+        description="The house bots of ARENA_LADDER_HOUSE_BOTS, then the bots by when they joined, each ACTIVE or "
+                    "PAUSED (with the reason and since when) and the ladder matches it sits in now.",
+    ),
+    Operation(
+        "POST", "/api/ladders/{ruleset}/{players}/join", "joinLadder", "Join a ladder (rated play, no organiser)",
+        LADDERS,
+        f"mutation($ruleset: Ruleset!, $players: Int!) {{ joinLadder(ruleset: $ruleset, players: $players) "
+        f"{{ {LADDER_FIELDS} }} }}",
+        body="fields", needs_token=True,
+        description="Your consent to rated ladder play: the workers pair you into rated matches until you leave. "
+                    "Again: you stay a member, and a pause is lifted.",
+    ),
+    Operation(
+        "POST", "/api/ladders/{ruleset}/{players}/leave", "leaveLadder", "Leave a ladder", LADDERS,
+        f"mutation($ruleset: Ruleset!, $players: Int!) {{ leaveLadder(ruleset: $ruleset, players: $players) "
+        f"{{ {LADDER_FIELDS} }} }}",
+        body="fields", needs_token=True, description="No new ladder matches; those in play finish. Again changes nothing.",
     ),
 ]
 

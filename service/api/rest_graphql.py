@@ -170,7 +170,12 @@ class GraphQLRoutes:
         return run
 
     async def _variables(self, operation: Operation, request: Request) -> dict[str, Any]:
-        variables: dict[str, Any] = {name: request.path_params[name] for name in operation.path_params}
+        variables: dict[str, Any] = {
+            # (a whole number in the path, a ladder's players, read as the Int it stands for)
+            name: from_query(name, request.path_params[name], operation.variables[name], self.schema._schema)
+            if named_type(operation.variables[name].type) == "Int" else request.path_params[name]
+            for name in operation.path_params
+        }
         if operation.method == "GET":
             unknown = sorted(set(request.query_params) - set(operation.query_params))
             if unknown:

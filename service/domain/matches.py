@@ -15,7 +15,7 @@ import os
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -229,6 +229,8 @@ class MatchService:
         self._search_pool: ProcessPoolExecutor | None = None
         self._recent = RecentSnapshots(settings.snapshot_cache_size)
         self._closed = False
+        #: told the bot's id as it starts waiting for a turn (the ladders lift a pause: it answers again)
+        self.on_waiting: Callable[[str], Awaitable[None]] | None = None
 
     # ------------------------------------------------------------------ reading
     async def get(self, match_id: str) -> LiveMatch:
@@ -707,6 +709,8 @@ class MatchService:
         keeps each followed match current by applying its events once for all the process's
         waiters: a waiter reads no match from Redis and applies no event itself. A match is
         read whole only when it is new to the process, or after the feed lost messages."""
+        if self.on_waiting is not None:
+            await self.on_waiting(caller.bot_id)
         with self.feed.watch(caller.bot_id) as watch:
             followed: dict[str, LiveMatch] = {}
             to_read: set[str] = set()

@@ -19,6 +19,7 @@ from redis.asyncio import BlockingConnectionPool, Redis
 from service.domain.bots import BotService
 from service.domain.challenges import ChallengeService
 from service.domain.invitations import InvitationService
+from service.domain.ladders import LadderService
 from service.domain.listings import Listings
 from service.domain.matches import MatchService
 from service.domain.ratings import RatingService
@@ -32,6 +33,7 @@ from service.store.archive import Archive
 from service.store.bots import BotStore
 from service.store.challenges import ChallengeStore
 from service.store.feed import EventFeed
+from service.store.ladders import LadderStore
 from service.store.matches import MatchStore
 from service.store.ratings import RatingStore
 from service.store.script_line import ScriptLine
@@ -56,6 +58,7 @@ class Services:
     tournaments: TournamentService
     ratings: RatingService
     settlement: Settlement
+    ladders: LadderService
     #: the archive of finished matches and tournaments (None: no DATABASE_URL)
     archive: Archive | None = None
     #: the outages of Redis and of the archive this process's requests met (logged once each)
@@ -88,12 +91,14 @@ class Services:
         tournaments = TournamentService(
             TournamentStore(redis, archive, settings.archive_grace_seconds), matches, ratings, settings
         )
-        settlement = Settlement(matches.matches, tournaments, ratings, archive)
+        ladders = LadderService(LadderStore(redis), matches, ratings, settings)
+        matches.on_waiting = ladders.resume  # a paused ladder bot waiting for a turn answers again
+        settlement = Settlement(matches.matches, tournaments, ratings, ladders, archive)
         probes: dict[str, Callable[[], Awaitable[object]]] = {"Redis": redis.ping}
         if archive is not None:
             probes["the archive"] = archive.ping
         return cls(settings, redis, scripts, BotService(bot_store, settings, feed), matches, metrics, tournaments,
-                   ratings, settlement, archive, Outages(probes))
+                   ratings, settlement, ladders, archive, Outages(probes))
 
     @cached_property
     def listings(self) -> Listings:

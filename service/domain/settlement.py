@@ -1,6 +1,7 @@
 """What an ended match leads to, each part once however often it runs: its rating change
 (``service.domain.ratings``) and, for a tournament's match, its result and its tournament's
-next step (``service.domain.tournaments``).
+next step (``service.domain.tournaments``), for a ladder's, its table's next step
+(``service.domain.ladders``).
 
 A match is settled by the workers, never by the request that ended it: the commit that ends
 a match puts it in the settlement queue (``matches:unsettled``) in the same script, the
@@ -24,6 +25,7 @@ it there (an upsert by tournament id), then takes it off."""
 from __future__ import annotations
 
 from service.domain.archiving import archived_match, tournament_document, tournament_standings
+from service.domain.ladders import LadderService
 from service.domain.ratings import RatingService
 from service.domain.tournaments import TournamentService
 from service.model.live_match import LiveMatch
@@ -36,11 +38,13 @@ from service.store.tournaments import tournament_of
 
 class Settlement:
     def __init__(
-        self, matches: MatchStore, tournaments: TournamentService, ratings: RatingService, archive: Archive | None
+        self, matches: MatchStore, tournaments: TournamentService, ratings: RatingService, ladders: LadderService,
+        archive: Archive | None,
     ) -> None:
         self.matches = matches
         self.tournaments = tournaments
         self.ratings = ratings
+        self.ladders = ladders
         self.archive = archive
 
     async def claim(self, limit: int, claim_seconds: int) -> list[str]:
@@ -88,6 +92,8 @@ class Settlement:
         tid = match.settings.tournament
         if not tid:
             await self.ratings.settle(match)
+            if match.settings.ladder_table:
+                await self.ladders.settle(match)  # a duplicate set's next match, or the table's end
             return True
         # settles the table once it is complete
         if not await self.tournaments.advance(tid):

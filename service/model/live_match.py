@@ -95,6 +95,8 @@ class MatchSettings:
     waiting_until_ms: int | None = None
     #: whether the creator chose the seed (else the server drew it)
     seed_chosen: bool = False
+    #: the ladder table the match belongs to (``<ruleset>:<players>:<table>``), None: none
+    ladder_table: str | None = None
 
     def __post_init__(self) -> None:
         if self.rated and (self.stacked or self.seed_chosen):
@@ -117,6 +119,7 @@ class MatchSettings:
                 "group": self.group,
                 "waitingUntil": self.waiting_until_ms,
                 "seedChosen": self.seed_chosen,
+                **({"ladderTable": self.ladder_table} if self.ladder_table else {}),
             },
             separators=(",", ":"),
         )
@@ -133,6 +136,7 @@ class MatchSettings:
             # (stored before deals of empty rounds were refused, such a match said stacked)
             config, data["moveTimeoutMs"], data["rated"], data["stacked"] and config.stacked, data["createdBy"],
             data["createdAt"], data.get("tournament"), data.get("group"), data.get("waitingUntil"), seed_chosen,
+            data.get("ladderTable"),
         )
 
 

@@ -69,6 +69,18 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
   webhook_error, webhook_error_at, webhook_paused_until (ms)
 - ``tournaments:listed`` sorted set: tournaments by when they were created (ms), for the
   listings; one the archive holds is read from there (and leaves this set)
+- ``ladders`` set: the ladders (``<ruleset>:<players>``) any bot ever joined, for the workers'
+  pairing passes (``service.domain.ladders``); per ladder: ``ladder:<ladder>:members`` sorted
+  set: bot id by when it joined; ``ladder:<ladder>:tables`` hash: table id -> table (JSON) for
+  each table in play; ``ladder:<ladder>:meetings`` hash: ``<bot>|<bot>`` (ids sorted) -> tables
+  the two sat at together; ``ladder:<ladder>:tables-made`` counter, the table ids;
+  ``ladder:<ladder>:unstarted`` set: tables stored whose first match is not created yet (a
+  pass that died in between leaves them there for the next);
+  ``ladder:<ladder>:lock`` held by the one pairing pass running
+- ``{b:<id>}:ladders`` hash: ladder -> when the bot joined it (ms); ``{b:<id>}:ladder-state``
+  hash: ``playing`` (the ladder matches it plays now, in all ladders: what the cap counts),
+  ``timeouts`` (its ladder tables in a row in which it let a move time out), ``paused`` (ms)
+  and ``reason`` while it is paused
 """
 
 from __future__ import annotations
@@ -180,6 +192,16 @@ def leaderboard_key(ruleset: str, method: str) -> str:
     return f"leaderboard:{ruleset}:{method}"
 
 
+def fitted_ratings_key(ruleset: str) -> str:
+    """Hash: bot -> JSON {games, deviation} of its rating in the ruleset's latest refit."""
+    return f"ratings:fitted:{ruleset}"
+
+
+def rating_results_key(ruleset: str) -> str:
+    """List: each rated match's result (bots, scores), what the refit reads."""
+    return f"ratings:results:{ruleset}"
+
+
 def history_key(bot_id: str, ruleset: str) -> str:
     return f"{{b:{bot_id}}}:history:{ruleset}"
 
@@ -259,3 +281,48 @@ def settle_claim_key(match_id: str) -> str:
 
 #: rulesets whose fitted ratings someone asked to refit
 FIT_REQUESTS = "ratings:fit-requests"
+
+
+#: the ladders (``<ruleset>:<players>``) any bot ever joined: the workers pass over each
+LADDERS = "ladders"
+
+
+def ladder_members_key(ladder: str) -> str:
+    """The ladder's members: bot id by when it joined (ms)."""
+    return f"ladder:{ladder}:members"
+
+
+def ladder_tables_key(ladder: str) -> str:
+    """The ladder's tables in play: table id -> table (JSON), until its last match is settled."""
+    return f"ladder:{ladder}:tables"
+
+
+def ladder_meetings_key(ladder: str) -> str:
+    """How many of the ladder's tables each pair of bots sat at together (``<a>|<b>``, sorted)."""
+    return f"ladder:{ladder}:meetings"
+
+
+def ladder_tables_made_key(ladder: str) -> str:
+    """The ladder's table counter: each new table's id."""
+    return f"ladder:{ladder}:tables-made"
+
+
+def ladder_unstarted_key(ladder: str) -> str:
+    """The ladder's tables stored whose first match is not created yet."""
+    return f"ladder:{ladder}:unstarted"
+
+
+def ladder_lock_key(ladder: str) -> str:
+    """Held by the one pairing pass of the ladder running (with an expiry: a dead worker's lapses)."""
+    return f"ladder:{ladder}:lock"
+
+
+def bot_ladders_key(bot_id: str) -> str:
+    """The ladders the bot is a member of: ladder -> when it joined (ms)."""
+    return f"{{b:{bot_id}}}:ladders"
+
+
+def bot_ladder_state_key(bot_id: str) -> str:
+    """The bot's ladder matches in play, its ladder tables in a row with a timed-out move, and
+    its pause (since, reason)."""
+    return f"{{b:{bot_id}}}:ladder-state"

@@ -11,7 +11,15 @@ from typing import Any
 from redis.asyncio import Redis
 
 from service.store.clock import now_ms
-from service.store.keys import FIT_REQUESTS, fit_claim_key, history_key, leaderboard_key, ratings_key
+from service.store.keys import (
+    FIT_REQUESTS,
+    fit_claim_key,
+    fitted_ratings_key,
+    history_key,
+    leaderboard_key,
+    rating_results_key,
+    ratings_key,
+)
 
 # Apply one match's rating changes exactly once: skipped when the match is marked applied;
 # refused (-1) when a bot's rating moved since it was read (the caller recomputes); else
@@ -154,7 +162,7 @@ class RatingStore:
         self, match_id: str, ruleset: str, changes: Sequence[RatingChange], result: dict[str, Any]
     ) -> int:
         """Each bot's change, with ``games`` as read. 1 applied, 0 already applied, -1 stale."""
-        keys = [self.APPLIED, leaderboard_key(ruleset, "ELO"), f"ratings:results:{ruleset}", self.NAMES, self.CHANGES]
+        keys = [self.APPLIED, leaderboard_key(ruleset, "ELO"), rating_results_key(ruleset), self.NAMES, self.CHANGES]
         args: list[Any] = [match_id, ruleset, json.dumps(result, separators=(",", ":")), now_ms()]
         for c in changes:
             keys += [ratings_key(c.bot), history_key(c.bot, ruleset)]
@@ -169,7 +177,7 @@ class RatingStore:
         return [None if changes is None else json.loads(changes) for changes in found]
 
     async def results(self, ruleset: str) -> list[dict[str, Any]]:
-        return [json.loads(r) for r in await self.redis.lrange(f"ratings:results:{ruleset}", 0, -1)]
+        return [json.loads(r) for r in await self.redis.lrange(rating_results_key(ruleset), 0, -1)]
 
     async def store_fit(
         self, ruleset: str, ratings: dict[str, float], games: dict[str, int], deviations: dict[str, float]
@@ -178,15 +186,15 @@ class RatingStore:
         beside each rating, its games and deviation (JSON)."""
         staging = f"{leaderboard_key(ruleset, 'FITTED')}:staging"
         async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.delete(staging, f"ratings:fitted:{ruleset}:staging")
+            pipe.delete(staging, f"{fitted_ratings_key(ruleset)}:staging")
             if ratings:
                 pipe.zadd(staging, ratings)
                 pipe.hset(
-                    f"ratings:fitted:{ruleset}:staging",
+                    f"{fitted_ratings_key(ruleset)}:staging",
                     mapping={b: json.dumps({"games": games[b], "deviation": deviations[b]}) for b in ratings},
                 )
                 pipe.rename(staging, leaderboard_key(ruleset, "FITTED"))
-                pipe.rename(f"ratings:fitted:{ruleset}:staging", f"ratings:fitted:{ruleset}")
+                pipe.rename(f"{fitted_ratings_key(ruleset)}:staging", fitted_ratings_key(ruleset))
             await pipe.execute()
 
     async def leaderboard(self, ruleset: str, method: str, first: int, offset: int, min_games: int) -> list[LeaderRow]:
@@ -215,7 +223,7 @@ class RatingStore:
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hmget(self.NAMES, ids)
             if method == "FITTED":
-                pipe.hmget(f"ratings:fitted:{ruleset}", ids)
+                pipe.hmget(fitted_ratings_key(ruleset), ids)
             else:
                 for bot_id in ids:
                     pipe.hget(ratings_key(bot_id), ruleset)
@@ -258,7 +266,7 @@ class RatingStore:
             for bot_id in bot_ids:
                 for ruleset in rulesets:
                     pipe.zscore(leaderboard_key(ruleset, "FITTED"), bot_id)
-                    pipe.hget(f"ratings:fitted:{ruleset}", bot_id)
+                    pipe.hget(fitted_ratings_key(ruleset), bot_id)
             answers = iter(await pipe.execute())
         out = []
         for _ in bot_ids:

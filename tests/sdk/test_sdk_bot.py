@@ -58,3 +58,12 @@ def test_a_bot_that_cannot_be_loaded_is_named_with_the_reason(tmp_path, source, 
 def test_specs_that_name_no_bot(spec):
     with pytest.raises(BotSpecError, match=spec.partition(":")[0]):
         load_bot(spec)
+
+
+def test_play_ladder_option_names_a_ruleset_and_players():
+    from sdk.runner import parse_ladder
+
+    assert parse_ladder("wizard_junior:3") == ("WIZARD_JUNIOR", 3)
+    for bad in ("WIZARD", "WIZARD:", "WIZARD:four", ":4"):
+        with pytest.raises(ValueError, match="RULESET:PLAYERS"):
+            parse_ladder(bad)

@@ -23,6 +23,7 @@ from service.api.graphql.documents import DocumentCache, Documents
 from service.api.graphql.errors import ErrorCodes
 from service.api.graphql.execution import ArenaExecutionContext
 from service.api.graphql.invitation_types import INVITATIONS, Invitation, TurnOrInvitation, invitation_type, offer_type
+from service.api.graphql.ladder_types import LADDER_MEMBERS, LadderMembership, membership_type
 from service.api.graphql.limits import DocumentMeter, Limits
 from service.api.graphql.tournament_types import (
     LEADERBOARD,
@@ -259,6 +260,21 @@ class Query:
         ]
 
 
+    @strawberry.field(
+        description="The members of the continuous rated ladder of `ruleset` with `players` a table: the house bots "
+        "of ARENA_LADDER_HOUSE_BOTS (permanent members), then the bots by when they joined, each with its state and "
+        f"the ladder matches it sits in now: `first` of them (default {LADDER_MEMBERS.default}, at most "
+        f"{LADDER_MEMBERS.size}). Its ratings are the ruleset's leaderboard.",
+        metadata=LADDER_MEMBERS.metadata(),
+    )
+    async def ladder(
+        self, info: Ctx, ruleset: Ruleset, players: int, first: int = LADDER_MEMBERS.default,  # type: ignore[assignment]
+    ) -> list[LadderMembership]:
+        LADDER_MEMBERS.check(first)
+        found = await info.context.services.ladders.members(ruleset.value, players, first)
+        return [membership_type(m) for m in found]
+
+
 @strawberry.type
 class Mutation:
     @strawberry.mutation(
@@ -490,6 +506,22 @@ class Mutation:
     async def set_challenge_policy(self, info: Ctx, policy: ChallengePolicy) -> ChallengePolicy:
         caller = await info.context.caller()
         return await info.context.services.challenges.set_policy(caller, policy)
+
+    @strawberry.mutation(
+        description="Joins the continuous rated ladder of `ruleset` with `players` a table: the caller's consent to "
+        "rated ladder play; the workers pair it into rated matches (at most ARENA_LADDER_MAX_MATCHES at once) until "
+        "it leaves. Again: it stays a member, and a pause is lifted."
+    )
+    async def join_ladder(self, info: Ctx, ruleset: Ruleset, players: int) -> LadderMembership:
+        caller = await info.context.caller()
+        return membership_type(await info.context.services.ladders.join(caller, ruleset.value, players))
+
+    @strawberry.mutation(
+        description="Leaves the ladder: no new ladder matches (those in play finish); state LEFT. Again changes nothing."
+    )
+    async def leave_ladder(self, info: Ctx, ruleset: Ruleset, players: int) -> LadderMembership:
+        caller = await info.context.caller()
+        return membership_type(await info.context.services.ladders.leave(caller, ruleset.value, players))
 
     @strawberry.mutation(description="Asks the workers to refit a ruleset's FITTED ratings from its whole history.")
     async def refit_ratings(self, info: Ctx, ruleset: Ruleset) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import strawberry
 from strawberry.types import Info
@@ -24,6 +24,12 @@ from service.model.live_match import HouseBotKind, LiveMatch, MatchStatus
 from service.store.clock import now_ms
 from wizard import MatchView, Phase, Ruleset, Suit, Variant
 from wizard.rules import RULESETS, SINGLE_SUIT_EXTRA_CARDS, SINGLE_SUIT_ROUNDS
+
+if TYPE_CHECKING:
+    from service.api.graphql.ladder_types import LadderMembership
+
+#: the ladders a bot can be a member of at most: each ruleset's numbers of players
+MAX_LADDERS = len(Ruleset) * 6
 
 # What the rules allow at most, for the bounds of the lists a Match holds (the query cost).
 MAX_PLAYERS = max(p for info in RULESETS.values() for p in info.rounds_by_players)
@@ -204,6 +210,20 @@ class Bot:
     async def ratings(self, info: Info[RequestContext, None], method: RatingMethod = RatingMethod.ELO) -> list[Rating]:
         loader = info.context.loaders.fitted if method is RatingMethod.FITTED else info.context.loaders.ratings
         return [Rating.of(r) for r in await loader.load(str(self.id))]
+
+    @strawberry.field(
+        description="The ladders the bot is a member of (joinLadder), each with its state (ACTIVE, or PAUSED with the "
+        "reason and since when) and the ladder matches it sits in now; a house bot of ARENA_LADDER_HOUSE_BOTS is a "
+        "member of every ladder.",
+        metadata=ListBound(MAX_LADDERS).metadata(),
+    )
+    async def ladders(
+        self, info: Info[RequestContext, None]
+    ) -> list[Annotated[LadderMembership, strawberry.lazy("service.api.graphql.ladder_types")]]:
+        from service.api.graphql.ladder_types import membership_type  # (it imports this module)
+
+        found = await info.context.services.ladders.memberships(str(self.id), self.name)
+        return [membership_type(m) for m in found]
 
     @strawberry.field(
         description="The Elo rating after each rated match, oldest first: the latest `last` of them "

@@ -1,0 +1,318 @@
+"""The continuous rated ladder on a real worker: SDK bots that join it (`wizard-arena play
+--ladder`) are paired with the house bots into rated matches with nobody organising them, and
+the ratings move; a bot sits in no more ladder matches at once than the cap; leaving stops new
+pairings while its matches in play finish; a bot that stops answering is paused (visible, with
+the reason) and comes back when it answers again; bad input changes nothing.
+
+The module runs its own Redis, API and worker, with the ladder's settings small (a pass every
+0.2 s, moves timing out in 250 ms, a pause after one table with a timed-out move, three house
+bots), so that no
+other module's worker pairs its ladders with other settings."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from redis.asyncio import Redis
+
+from ranking.ratings import elo_deviation_after
+from service.domain.ladders import house_kinds, ladder_standing
+from service.settings import Settings
+from service.store.ladders import LadderStore
+from service.store.ratings import StoredRating
+from tests.service.arena_client import Api, Process, wait_until
+from tests.service.conftest import embedded_redis_url
+
+LADDER_ENV = {
+    "ARENA_LADDER_PAIR_SECONDS": "0.2",
+    "ARENA_LADDER_MOVE_TIMEOUT_MS": "250",
+    "ARENA_LADDER_PAUSE_AFTER_TIMEOUTS": "1",
+    "ARENA_LADDER_MAX_MATCHES": "2",
+    "ARENA_LADDER_HOUSE_BOTS": "HEURISTIC,RANDOM,SEARCH",
+}
+MEMBERSHIP = "bot { id name } ruleset players state joinedAt pausedAt pausedReason playing"
+JOIN = f"mutation($r: Ruleset!, $p: Int!) {{ joinLadder(ruleset: $r, players: $p) {{ {MEMBERSHIP} }} }}"
+LEAVE = f"mutation($r: Ruleset!, $p: Int!) {{ leaveLadder(ruleset: $r, players: $p) {{ {MEMBERSHIP} }} }}"
+LADDER = f"query($r: Ruleset!, $p: Int!) {{ ladder(ruleset: $r, players: $p) {{ {MEMBERSHIP} }} }}"
+MY_LADDERS = f"{{ me {{ ladders {{ {MEMBERSHIP} }} }} }}"
+MATCHES = (
+    "query($b: ID!) { bot(id: $b) { matches(first: 100) { edges { node { id status rated moveTimeoutMs createdBy "
+    "seats { bot { id } houseBot timeouts } } } } } }"
+)
+LEADERBOARD = (
+    "query($r: Ruleset!, $m: RatingMethod!) { leaderboard(ruleset: $r, method: $m, first: 50) { bot { id } rating games } }"
+)
+
+
+@pytest.fixture(scope="module")
+def ladder_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Redis of this module's own."""
+    yield from embedded_redis_url(tmp_path_factory.mktemp("ladder-redis"))
+
+
+@pytest.fixture(scope="module")
+def ladder_api(start_api: Any, start_worker: Any, ladder_redis: str) -> Iterator[tuple[Api, Process]]:
+    """An API and a worker on this module's Redis, with the ladder's test settings."""
+    env = {"REDIS_URL": ladder_redis, **LADDER_ENV}
+    api, worker = start_api(**env), start_worker(**env)
+    yield api, worker
+    worker.stop()  # (before its Redis goes)
+    api.process.stop()
+
+
+@pytest.fixture
+def players(tmp_path: Path) -> Iterator[Callable[..., Process]]:
+    """Starts `wizard-arena play` processes; each is stopped at teardown."""
+    started: list[Process] = []
+
+    def start(url: str, token: str, *extra: str) -> Process:
+        log = tmp_path / f"play-{len(started)}.log"
+        process = Process(["play", "--url", url, "--token", token, "--bot", "examples/random_bot.py:RandomBot",
+                           "--transport", "poll", *extra], dict(os.environ), log)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.stop()
+
+
+def ladder_matches(api: Api, bot_id: str) -> list[dict[str, Any]]:
+    edges = api.data(MATCHES, {"b": bot_id})["bot"]["matches"]["edges"]
+    return [e["node"] for e in edges if e["node"]["createdBy"] == "ladder"]
+
+
+def member(api: Api, ruleset: str, players: int, bot_id: str) -> dict[str, Any] | None:
+    rows = api.data(LADDER, {"r": ruleset, "p": players})["ladder"]
+    return next((r for r in rows if r["bot"]["id"] == bot_id), None)
+
+
+def test_sdk_bots_on_the_ladder_play_rated_matches_and_move_the_ratings_with_no_organiser(
+    ladder_api: tuple[Api, Process], players: Callable[..., Process]
+) -> None:
+    api, worker = ladder_api
+    ruleset = "WIZARD_JUNIOR_CLASSIC"
+    bots = [api.register() for _ in range(2)]
+    runners = [players(api.base, token, "--ladder", f"{ruleset}:3") for token, _ in bots]
+    explain = lambda: worker.output() + "".join(p.output() for p in runners)  # noqa: E731
+
+    def rated_by_all() -> list[dict[str, Any]] | None:
+        board = api.data(LEADERBOARD, {"r": ruleset, "m": "ELO"})["leaderboard"]
+        games = {row["bot"]["id"]: row["games"] for row in board}
+        return board if all(games.get(bot_id, 0) >= 2 for _, bot_id in bots) else None
+
+    board = wait_until(rated_by_all, "both SDK bots rated after two ladder matches each", timeout=120, explain=explain)
+    ids = {row["bot"]["id"] for row in board}
+    assert ids & {"house-heuristic", "house-random"}, "the house bots filled the tables, and were rated as their kind"
+    assert any(row["rating"] != 1500.0 for row in board if row["bot"]["id"] in {b for _, b in bots})
+    for _, bot_id in bots:
+        played = ladder_matches(api, bot_id)
+        assert played and all(m["rated"] and m["moveTimeoutMs"] == 250 for m in played)
+        assert all(len({s["bot"]["id"] if s["bot"] else s["houseBot"] for s in m["seats"]}) == 3 for m in played)
+        joined = api.data(LADDER, {"r": ruleset, "p": 3})["ladder"]
+        assert {"house-heuristic", "house-random", bot_id} <= {r["bot"]["id"] for r in joined}
+    # the workers asked for a refit as ladder tables ended: the FITTED leaderboard has them too
+    wait_until(lambda: {b for _, b in bots} <= {r["bot"]["id"] for r in api.data(
+        LEADERBOARD, {"r": ruleset, "m": "FITTED"})["leaderboard"]}, "the FITTED refit after ladder matches",
+        timeout=60, explain=explain)
+
+
+def test_the_cap_holds_a_bot_that_stops_answering_is_paused_and_comes_back(ladder_api: tuple[Api, Process]) -> None:
+    api, worker = ladder_api
+    token, bot_id = api.register()
+    ladders = [("WIZARD_JUNIOR", 3), ("WIZARD_JUNIOR_CLASSIC", 4)]
+    for ruleset, n in ladders:
+        joined = api.data(JOIN, {"r": ruleset, "p": n}, token)["joinLadder"]
+        assert joined["state"] == "ACTIVE" and joined["bot"]["id"] == bot_id and joined["pausedReason"] is None
+
+    def playing() -> int:
+        return sum(m["playing"] for m in api.data(MY_LADDERS, token=token)["me"]["ladders"])
+
+    # it never moves: the passes seat it at two tables (the cap, over both its ladders), never a third
+    wait_until(lambda: playing() == 2, "the bot seated at the cap of 2 tables", explain=worker.output)
+
+    def paused() -> list[dict[str, Any]] | None:
+        live = [m for m in ladder_matches(api, bot_id) if m["status"] == "ACTIVE"]
+        assert len(live) <= 2, f"the bot sits in {len(live)} ladder matches at once, over the cap of 2"
+        mine = api.data(MY_LADDERS, token=token)["me"]["ladders"]
+        return mine if all(m["state"] == "PAUSED" for m in mine) else None
+
+    pause = wait_until(paused, "the bot paused after a table where its moves timed out", timeout=90,
+                       explain=worker.output)
+    assert len(pause) == 2 and pause[0]["pausedAt"] == pause[1]["pausedAt"]
+    assert "time out" in pause[0]["pausedReason"] and "awaitTurn" in pause[0]["pausedReason"]
+    assert any(s["timeouts"] > 0 for m in ladder_matches(api, bot_id) for s in m["seats"]
+               if s["bot"] and s["bot"]["id"] == bot_id)
+    # paused: it is paired no more; once its tables in play end, it plays nothing
+    wait_until(lambda: playing() == 0, "its tables in play ended", timeout=60, explain=worker.output)
+    made = {m["id"] for m in ladder_matches(api, bot_id)}
+    assert member(api, "WIZARD_JUNIOR", 3, bot_id)["state"] == "PAUSED"  # type: ignore[index]
+    # it answers again: it waits for a turn, and the pause is lifted
+    assert api.data("{ awaitTurn(timeoutMs: 0) { id } }", token=token)["awaitTurn"] is None
+    back = api.data(MY_LADDERS, token=token)["me"]["ladders"]
+    assert all(m["state"] == "ACTIVE" and m["pausedReason"] is None and m["pausedAt"] is None for m in back)
+    wait_until(lambda: {m["id"] for m in ladder_matches(api, bot_id)} - made, "a new table for the bot back",
+               explain=worker.output)
+    for ruleset, n in ladders:
+        api.data(LEAVE, {"r": ruleset, "p": n}, token)
+
+
+def test_leaving_stops_new_pairings_and_the_matches_in_play_finish(ladder_api: tuple[Api, Process]) -> None:
+    api, worker = ladder_api
+    ruleset, n = "WIZARD_JUNIOR", 4
+    leaving_token, leaving = api.register()
+    api.data(JOIN, {"r": ruleset, "p": n}, leaving_token)
+    wait_until(lambda: member(api, ruleset, n, leaving)["playing"] == 2, "the bot at two tables",  # type: ignore[index]
+               explain=worker.output)
+    left = api.data(LEAVE, {"r": ruleset, "p": n}, leaving_token)["leaveLadder"]
+    assert left["state"] == "LEFT" and left["joinedAt"] is None and left["playing"] == 2
+    assert api.data(LEAVE, {"r": ruleset, "p": n}, leaving_token)["leaveLadder"]["state"] == "LEFT"  # again: the same
+    assert member(api, ruleset, n, leaving) is None
+    assert api.data(MY_LADDERS, token=leaving_token)["me"]["ladders"] == []
+    before = {m["id"] for m in ladder_matches(api, leaving)}
+    # another bot joins and is paired twice: the passes went round since, and paired the one who left no more
+    other_token, other = api.register()
+    api.data(JOIN, {"r": ruleset, "p": n}, other_token)
+    wait_until(lambda: member(api, ruleset, n, other)["playing"] == 2, "the other bot at two tables",  # type: ignore[index]
+               explain=worker.output)
+    assert {m["id"] for m in ladder_matches(api, leaving)} == before
+    wait_until(lambda: all(m["status"] == "FINISHED" for m in ladder_matches(api, leaving)),
+               "the matches in play when it left finished", timeout=90, explain=worker.output)
+    api.data(LEAVE, {"r": ruleset, "p": n}, other_token)
+
+
+def test_bad_input_is_refused_and_changes_nothing(ladder_api: tuple[Api, Process]) -> None:
+    api, _ = ladder_api
+    token, bot_id = api.register()
+    assert api.error_code(JOIN, {"r": "WIZARD", "p": 3}) == "UNAUTHENTICATED"
+    body = api.gql(JOIN, {"r": "WIZARD", "p": 9}, token)
+    assert body["errors"][0]["extensions"]["code"] == "BAD_INPUT" and "WIZARD with 9 players" in body["errors"][0]["message"]
+    assert api.error_code(LADDER, {"r": "WIZARD", "p": 1}) == "BAD_INPUT"
+    assert api.error_code(f"{{ ladder(ruleset: WIZARD, players: 3, first: 0) {{ {MEMBERSHIP} }} }}") == "BAD_INPUT"
+    assert api.data(MY_LADDERS, token=token)["me"]["ladders"] == []
+    # REST: the same rules, and joining twice is one membership
+    headers = {"Authorization": f"Bearer {token}"}
+    refused = api.http.post("/api/ladders/WIZARD/x/join", headers=headers)
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "BAD_INPUT", refused.text
+    assert api.http.post("/api/ladders/CHESS/4/join", headers=headers).status_code == 400
+    first = api.http.post("/api/ladders/WIZARD_JUNIOR_CLASSIC/5/join", headers=headers)
+    assert first.status_code == 200, first.text
+    again = api.http.post("/api/ladders/WIZARD_JUNIOR_CLASSIC/5/join", headers=headers).json()
+    assert again["state"] == "ACTIVE" and again["joinedAt"] == first.json()["joinedAt"]
+    listed = api.http.get("/api/ladders/WIZARD_JUNIOR_CLASSIC/5").json()
+    assert [r["bot"]["id"] for r in listed].count(bot_id) == 1
+    assert api.http.post("/api/ladders/WIZARD_JUNIOR_CLASSIC/5/leave", headers=headers).json()["state"] == "LEFT"
+    # a retired bot cannot join
+    api.data("mutation { retireBot { id } }", token=token)
+    assert api.error_code(JOIN, {"r": "WIZARD", "p": 4}, token) == "FORBIDDEN"
+    assert api.data(MY_LADDERS, token=token)["me"]["ladders"] == []
+
+
+def test_a_bot_that_retires_leaves_its_ladders_at_the_next_pass(ladder_api: tuple[Api, Process]) -> None:
+    api, worker = ladder_api
+    token, bot_id = api.register()
+    api.data(JOIN, {"r": "WIZARD_JUNIOR_CLASSIC", "p": 6}, token)  # (too few to fill a table: it waits)
+    assert member(api, "WIZARD_JUNIOR_CLASSIC", 6, bot_id)["state"] == "ACTIVE"  # type: ignore[index]
+    api.data("mutation { retireBot { id } }", token=token)
+    wait_until(lambda: member(api, "WIZARD_JUNIOR_CLASSIC", 6, bot_id) is None, "the retired bot off the ladder",
+               explain=worker.output)
+    assert api.data(MY_LADDERS, token=token)["me"]["ladders"] == []
+
+
+def test_a_table_a_dead_pass_stored_but_never_started_is_started_by_the_next_or_dropped_when_old(
+    ladder_api: tuple[Api, Process], ladder_redis: str
+) -> None:
+    api, worker = ladder_api
+    bots = [api.register() for _ in range(3)]
+    api.data(JOIN, {"r": "WIZARD_JUNIOR", "p": 6}, bots[0][0])  # (too few to fill a table: the passes seat it nowhere)
+    ids = [bot_id for _, bot_id in bots]
+    seats = [{"id": b, "name": b, "house": None} for b in ids]
+    seats += [{"id": f"house-{k.lower()}", "name": k, "house": k} for k in ("HEURISTIC", "RANDOM", "SEARCH")]
+
+    async def a_pass_dies_after_storing_its_tables() -> None:
+        redis = Redis.from_url(ladder_redis)
+        try:
+            for table_id, age_ms in (("young", 0), ("old", 120_000)):
+                table = {"seats": seats, "seed": f"seed-{table_id}", "duplicate": False,
+                         "created": int(time.time() * 1000) - age_ms}
+                assert await LadderStore(redis).store_table("WIZARD_JUNIOR:6", table_id, table, 1, ids, ids, 10)
+        finally:
+            await redis.aclose()
+
+    asyncio.run(a_pass_dies_after_storing_its_tables())
+    wait_until(lambda: api.data("query($m: ID!) { match(id: $m) { id } }", {"m": "ladder-wizard-junior-6-young-0"})["match"],
+               "the next pass creating the young table's first match", explain=worker.output)
+    wait_until(lambda: member(api, "WIZARD_JUNIOR", 6, ids[0])["playing"] == 1,  # type: ignore[index]
+               "the old table dropped", explain=worker.output)
+    assert api.data("query($m: ID!) { match(id: $m) { id } }", {"m": "ladder-wizard-junior-6-old-0"})["match"] is None
+
+
+@pytest.fixture(scope="module")
+def roomy_ladder_api(
+    start_api: Any, start_worker: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Api, Process]]:
+    """An API and a worker on another Redis of this module's, whose cap leaves a bot room for a
+    whole duplicate set of 3 matches (so that the pairing deals them)."""
+    for url in embedded_redis_url(tmp_path_factory.mktemp("roomy-ladder-redis")):
+        env = {"REDIS_URL": url, **LADDER_ENV, "ARENA_LADDER_MAX_MATCHES": "3", "ARENA_LADDER_MOVE_TIMEOUT_MS": "3000",
+               "ARENA_LADDER_PAUSE_AFTER_TIMEOUTS": "3"}
+        api, worker = start_api(**env), start_worker(**env)
+        yield api, worker
+        worker.stop()
+        api.process.stop()
+
+
+def test_a_duplicate_set_is_played_match_after_match_with_the_seats_rotated_and_then_published(
+    roomy_ladder_api: tuple[Api, Process], players: Callable[..., Process]
+) -> None:
+    api, worker = roomy_ladder_api
+    token, bot_id = api.register()
+    runner = players(api.base, token, "--ladder", "WIZARD_JUNIOR:3")
+    explain = lambda: worker.output() + runner.output()  # noqa: E731
+    first_set = wait_until(lambda: len(done := [m for m in ladder_matches(api, bot_id) if m["status"] == "FINISHED"])
+                           >= 3 and done, "a whole duplicate set played", timeout=120, explain=explain)
+    by_table: dict[str, list[str]] = {}
+    for m in first_set:
+        table, turn = m["id"].rsplit("-", 1)
+        by_table.setdefault(table, []).append(turn)
+    table = next(t for t, turns in by_table.items() if sorted(turns) == ["0", "1", "2"])
+    for turn in range(3):  # the set's last match settled, its matches are published
+        wait_until(lambda: api.http.get(f"/api/matches/{table}-{turn}/record").status_code == 200,  # noqa: B023
+                   f"the record of the set's match {turn}, once the set has ended", explain=explain)
+    seated = []
+    seeds = set()
+    for turn in range(3):
+        match = api.data("query($m: ID!) { match(id: $m) { rated seed seats { bot { id } houseBot } } }",
+                         {"m": f"{table}-{turn}"})["match"]
+        assert match["rated"]
+        seeds.add(match["seed"])
+        seated.append([s["bot"]["id"] if s["bot"] else s["houseBot"] for s in match["seats"]])
+    assert len(seeds) == 1 and None not in seeds, "one deal for the whole set"
+    assert seated[1] == seated[0][1:] + seated[0][:1] and seated[2] == seated[1][1:] + seated[1][:1]
+    board = api.data(LEADERBOARD, {"r": "WIZARD_JUNIOR", "m": "ELO"})["leaderboard"]
+    assert next(r["games"] for r in board if r["bot"]["id"] == bot_id) >= 3
+
+
+def test_a_rating_for_the_pairing_takes_the_best_known_with_its_own_doubt() -> None:
+    elo, fit = StoredRating(1620.0, 3, 90.0), StoredRating(1580.0, 3, 40.0)
+    assert ladder_standing(None, None) == (1500.0, elo_deviation_after(0))
+    assert ladder_standing(None, elo) == (1620.0, 90.0)
+    assert ladder_standing(fit, elo) == (1580.0, 40.0)  # the fit, when it rated the bot, with the fit's doubt
+    # kept before deviations were: the one its games give
+    assert ladder_standing(None, StoredRating(1620.0, 3, None)) == (1620.0, elo_deviation_after(3))
+
+
+def test_the_house_bots_of_every_ladder_are_named_comma_separated_and_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARENA_LADDER_HOUSE_BOTS", "search, heuristic,search")
+    assert house_kinds(Settings().ladder_house_bots) == ["SEARCH", "HEURISTIC"]
+    monkeypatch.setenv("ARENA_LADDER_HOUSE_BOTS", "")
+    assert house_kinds(Settings().ladder_house_bots) == []
+    monkeypatch.setenv("ARENA_LADDER_HOUSE_BOTS", "HEURISTIC,STOCKFISH")
+    with pytest.raises(ValueError, match="not STOCKFISH"):
+        house_kinds(Settings().ladder_house_bots)
