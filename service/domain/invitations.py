@@ -7,7 +7,7 @@ answers invitations, since an answer changes the entrants); it enters only by it
 
 from __future__ import annotations
 
-import asyncio
+import time
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -82,32 +82,30 @@ class InvitationService:
         for its answer (INVITATION, with it), and with ``challenges`` on a challenge that
         names it waiting for its answer (CHALLENGE, with it); one already pending answers at
         once. So a bot on plain HTTP learns of both on the long poll it waits for turns on."""
-        try:
-            async with asyncio.timeout(self.matches.wait_seconds(timeout_ms)):
-                async with aclosing(self.turns_and_invitations(caller, invitations, challenges)) as stream:
-                    async for item in stream:
-                        if isinstance(item, LiveMatch):
-                            return TurnWait(WaitEnd.YOUR_TURN, item), None
-                        if isinstance(item, Challenge):
-                            if self.challenges.waits_for(item, caller.bot_id):
-                                return TurnWait(WaitEnd.CHALLENGE, None), item
-                        elif item.invitation.status is InvitationStatus.PENDING:
-                            return TurnWait(WaitEnd.INVITATION, None), item
-        except TimeoutError:
-            pass
+        end = time.monotonic() + self.matches.wait_seconds(timeout_ms)
+        async with aclosing(self.turns_and_invitations(caller, invitations, challenges, end)) as stream:
+            async for item in stream:
+                if isinstance(item, LiveMatch):
+                    return TurnWait(WaitEnd.YOUR_TURN, item), None
+                if isinstance(item, Challenge):
+                    if self.challenges.waits_for(item, caller.bot_id):
+                        return TurnWait(WaitEnd.CHALLENGE, None), item
+                elif item.invitation.status is InvitationStatus.PENDING:
+                    return TurnWait(WaitEnd.INVITATION, None), item
         return TurnWait(WaitEnd.TIMED_OUT, None), None
 
     async def turns_and_invitations(
-        self, caller: Caller, invitations: bool = True, challenges: bool = False
+        self, caller: Caller, invitations: bool = True, challenges: bool = False, end: float | None = None
     ) -> AsyncGenerator[LiveMatch | InvitationToTournament | Challenge, None]:
         """The caller's turns as ``myTurns`` yields them, and on the same stream (the bot's
         ``{b:<id>}:invited`` channel carries both) its invitations and, with ``challenges``,
         the challenges it made or is named in: those waiting for its answer when it starts
         listening (and again after a gap), then each new one and each change of status as it
-        comes, whatever its policy answered. Each invitation and challenge once per status."""
+        comes, whatever its policy answered. Each invitation and challenge once per status.
+        Until closed, or until ``end`` (``time.monotonic()``: what is there already comes first)."""
         told: dict[str, str] = {}
         channel = bot_invited_channel(caller.bot_id)
-        async for item in self.matches.turns_and_notices(caller, channel):
+        async for item in self.matches.turns_and_notices(caller, channel, end):
             if isinstance(item, LiveMatch):
                 yield item
                 continue

@@ -688,15 +688,20 @@ class MatchService:
             if isinstance(wait, TurnWait) and wait.match is not None:  # (no notices are followed here)
                 yield wait.match
 
-    async def turns_and_notices(self, caller: Caller, channel: bytes) -> AsyncIterator[LiveMatch | Notice]:
+    async def turns_and_notices(
+        self, caller: Caller, channel: bytes, end: float | None = None
+    ) -> AsyncIterator[LiveMatch | Notice]:
         """:meth:`my_turns`, and on the same wait, each message on the caller's ``channel``
         as a :class:`Notice`: first a Notice(None) once the channel is followed (read what it
-        names now), again after the feed lost messages; runs until closed."""
-        async for item in self._turns(caller, None, None, channel):
+        names now), again after the feed lost messages; runs until closed, or until ``end``
+        (``time.monotonic()``; what is there already is yielded first, however near it is)."""
+        async for item in self._turns(caller, None, end, channel):
             if isinstance(item, Notice):
                 yield item
             elif item.match is not None:
                 yield item.match
+            elif item.reason is WaitEnd.TIMED_OUT:
+                return
 
     async def _turns(
         self, caller: Caller, match_id: str | None, end: float | None, notices: bytes | None = None
