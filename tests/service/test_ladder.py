@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -71,10 +72,11 @@ def players(tmp_path: Path) -> Iterator[Callable[..., Process]]:
     """Starts `wizard-arena play` processes; each is stopped at teardown."""
     started: list[Process] = []
 
-    def start(url: str, token: str, *extra: str) -> Process:
+    def start(url: str, token: str, *extra: str, bot: tuple[str, str] = ("--bot", "examples/random_bot.py:RandomBot")
+              ) -> Process:
         log = tmp_path / f"play-{len(started)}.log"
-        process = Process(["play", "--url", url, "--token", token, "--bot", "examples/random_bot.py:RandomBot",
-                           "--transport", "poll", *extra], dict(os.environ), log)
+        process = Process(["play", "--url", url, "--token", token, *bot, "--transport", "poll", *extra],
+                          dict(os.environ), log)
         started.append(process)
         return process
 
@@ -316,3 +318,33 @@ def test_the_house_bots_of_every_ladder_are_named_comma_separated_and_checked(mo
     monkeypatch.setenv("ARENA_LADDER_HOUSE_BOTS", "HEURISTIC,STOCKFISH")
     with pytest.raises(ValueError, match="not STOCKFISH"):
         house_kinds(Settings().ladder_house_bots)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="the JavaScript starter needs node (apt-get install nodejs)")
+def test_the_javascript_stdin_stdout_bot_plays_a_ladder_match(
+    ladder_api: tuple[Api, Process], players: Callable[..., Process]
+) -> None:
+    """``wizard-arena play --cmd "node examples/line_bot.mjs" --ladder WIZARD:3``: the program
+    in another language joins the ladder, is paired by the worker, plays a rated ladder match
+    to its end, and its own record shows what it wrote to stderr with each of its moves."""
+    api, worker = ladder_api
+    token, bot_id = api.register()
+    runner = players(api.base, token, "--ladder", "WIZARD:3", bot=("--cmd", "node examples/line_bot.mjs"))
+    explain = lambda: worker.output() + runner.output()  # noqa: E731
+
+    def finished() -> dict[str, Any] | None:
+        return next((m for m in ladder_matches(api, bot_id) if m["status"] == "FINISHED"), None)
+
+    match = wait_until(finished, "a finished ladder match of the JavaScript bot", timeout=120, explain=explain)
+    assert match["rated"] and match["createdBy"] == "ladder"
+    [seat] = [i for i, s in enumerate(match["seats"]) if s["bot"] and s["bot"]["id"] == bot_id]
+    response = api.http.get(f"/api/matches/{match['id']}/record", headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 200, response.text
+    record = response.json()
+    made = [note.get("debug") for move, note in zip(record["moves"], record["moveNotes"], strict=True)
+            if move["seat"] == seat and not note.get("byServer")]
+    assert made, "the program made moves of its own in the ladder match"
+    assert all(text and text.startswith("turn round ") for text in made), made
+    wait_until(lambda: any(row["bot"]["id"] == bot_id and row["games"] >= 1 for row in api.data(
+        LEADERBOARD, {"r": "WIZARD", "m": "ELO"})["leaderboard"]), "the ladder match settled: the bot rated",
+        timeout=60, explain=explain)
