@@ -268,12 +268,15 @@ class LadderService:
     async def _finish_unstarted(self, ladder: str, tables: dict[str, dict[str, Any]]) -> None:
         """Tables a pass stored but died before starting (under the ladder's lock, no other
         pass is starting one now): started, or dropped when older than UNSTARTED_TABLE_MS
-        (their first match would be long overdue)."""
+        (their first match would be long overdue) and their first match is still missing."""
         for table_id in await self.store.unstarted(ladder):
             table = tables.get(table_id)
             if table is not None and now_ms() - table["created"] < UNSTARTED_TABLE_MS:
                 await self._start(ladder, table_id, table, 0)
-            elif table is not None:
+            elif table is not None and await self.matches.matches.load(_match_id(ladder, table_id, 0)) is None:
+                # (a pass that died after creating the first match, not before: the table is
+                # in play, and its settlement ends it; dropping it would free its bots' cap
+                # under a match still played, and leave a duplicate set sealed and unfinished)
                 await self.store.drop_table(ladder, table_id, _turns(table), _registered(table))
                 tables.pop(table_id)
             await self.store.started(ladder, table_id)

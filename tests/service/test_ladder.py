@@ -348,3 +348,28 @@ def test_the_javascript_stdin_stdout_bot_plays_a_ladder_match(
     wait_until(lambda: any(row["bot"]["id"] == bot_id and row["games"] >= 1 for row in api.data(
         LEADERBOARD, {"r": "WIZARD", "m": "ELO"})["leaderboard"]), "the ladder match settled: the bot rated",
         timeout=60, explain=explain)
+
+
+def test_an_old_unstarted_table_whose_first_match_was_made_is_kept_in_play(services: Any) -> None:
+    """A pass that died after creating a table's first match but before marking it started,
+    finished by a pass over a minute later: the table stays in play (its bots' cap counting the
+    match still played), only its unstarted mark goes."""
+    ladder, table_id = "WIZARD:3", f"made{os.getpid()}{time.time_ns()}"
+    ids = [f"ladder-made-{table_id}-{i}" for i in range(3)]
+    table = {"seats": [{"id": b, "name": b, "house": None} for b in ids], "seed": "made",
+             "duplicate": False, "created": int(time.time() * 1000) - 120_000}
+
+    async def run() -> None:
+        try:
+            store = services.ladders.store
+            assert await store.store_table(ladder, table_id, table, 1, ids, ids, 10)
+            await services.ladders._start(ladder, table_id, table, 0)  # (then the pass died)
+            await services.ladders._finish_unstarted(ladder, {table_id: table})
+            assert await store.table(ladder, table_id) is not None
+            assert table_id not in await store.unstarted(ladder)
+            assert [f.playing for f in await store.facts("WIZARD", ids)] == [1, 1, 1]
+            await store.drop_table(ladder, table_id, 1, ids)  # (tidy: no other test meets it)
+        finally:
+            await services.close()
+
+    asyncio.run(run())
