@@ -155,9 +155,8 @@ class LadderService:
 
     async def membership(self, bot_id: str, name: str, ruleset: str, players: int) -> Membership:
         ladder = self.ladder_of(ruleset, players)
-        joined, pause = await self.store.memberships(bot_id)
-        playing = _playing(await self.store.tables(ladder)).get(bot_id, 0)
-        return _membership(bot_id, name, ladder, joined.get(ladder), pause, playing)
+        joined, pause, playing = await self.store.memberships(bot_id)
+        return _membership(bot_id, name, ladder, joined.get(ladder), pause, playing.get(ladder, 0))
 
     async def memberships(self, bot_id: str, name: str) -> list[Membership]:
         """The bot's ladders, by name (a house bot: every ladder, always ACTIVE)."""
@@ -170,12 +169,9 @@ class LadderService:
                 out.append(_membership(bot_id, name, ladder, None, None,
                                        _playing(await self.store.tables(ladder)).get(bot_id, 0)))
             return out
-        joined, pause = await self.store.memberships(bot_id)
-        out = []
-        for ladder in sorted(joined):
-            playing = _playing(await self.store.tables(ladder)).get(bot_id, 0)
-            out.append(_membership(bot_id, name, ladder, joined[ladder], pause, playing))
-        return out
+        # (one read of the bot's own keys: a list of many bots' ladders reads no ladder's tables)
+        joined, pause, playing = await self.store.memberships(bot_id)
+        return [_membership(bot_id, name, ladder, joined[ladder], pause, playing.get(ladder, 0)) for ladder in sorted(joined)]
 
     async def members(self, ruleset: str, players: int, first: int) -> list[Membership]:
         """The ladder's members: the house bots, then the bots by when they joined."""

@@ -373,3 +373,45 @@ def test_an_old_unstarted_table_whose_first_match_was_made_is_kept_in_play(servi
             await services.close()
 
     asyncio.run(run())
+
+
+def test_a_bots_ladders_count_its_matches_per_ladder_without_reading_any_ladders_tables(services: Any) -> None:
+    """``bot { ladders { playing } }`` for each bot of a long list must not read every table of
+    each of its ladders: the matches a bot plays are counted per ladder as its tables are
+    stored and ended (the cap's count, across ladders, moving with them)."""
+    suffix = f"{os.getpid()}{time.time_ns()}"
+    ids = [f"ladder-count-{suffix}-{i}" for i in range(3)]
+    seats = [{"id": b, "name": b, "house": None} for b in ids]
+
+    async def run() -> None:
+        try:
+            store, ladders = services.ladders.store, services.ladders
+            for ladder in ("WIZARD:3", "WIZARD_JUNIOR:3"):
+                await store.join(ladder, ids[0])
+            tables = [("WIZARD:3", f"a{suffix}", True), ("WIZARD:3", f"b{suffix}", False),
+                      ("WIZARD_JUNIOR:3", f"c{suffix}", False)]
+            for ladder, table_id, duplicate in tables:
+                table = {"seats": seats, "seed": "s", "duplicate": duplicate, "created": 0}
+                assert await store.store_table(ladder, table_id, table, 3 if duplicate else 1, ids, ids, 10)
+                await store.started(ladder, table_id)
+
+            async def no_tables(ladder: str) -> dict[str, Any]:
+                raise AssertionError(f"read every table of {ladder}")
+
+            store.tables = no_tables
+            rows = await ladders.memberships(ids[0], "counted")
+            assert [(m.ruleset, m.playing) for m in rows] == [("WIZARD", 4), ("WIZARD_JUNIOR", 1)]
+            assert (await ladders.membership(ids[1], "counted", "WIZARD", 3)).playing == 4
+            assert [f.playing for f in await store.facts("WIZARD", ids)] == [5, 5, 5]  # (the cap's: all ladders)
+            assert await store.end_table("WIZARD:3", f"a{suffix}", 3, dict.fromkeys(ids, False), 0, "")
+            await store.drop_table("WIZARD_JUNIOR:3", f"c{suffix}", 1, ids)
+            rows = await ladders.memberships(ids[0], "counted")
+            assert [(m.ruleset, m.playing) for m in rows] == [("WIZARD", 1), ("WIZARD_JUNIOR", 0)]
+            assert [f.playing for f in await store.facts("WIZARD", ids)] == [1, 1, 1]
+            await store.drop_table("WIZARD:3", f"b{suffix}", 1, ids)
+            for ladder in ("WIZARD:3", "WIZARD_JUNIOR:3"):
+                await store.leave(ladder, ids[0])
+        finally:
+            await services.close()
+
+    asyncio.run(run())
