@@ -251,7 +251,9 @@ class LadderService:
                     {"id": b, "name": names[b], "house": house_kind_of(b)} for b in table.bots
                 ],
                 "seed": secrets.token_urlsafe(18),
-                "duplicate": table.duplicate,
+                # (the same bots play every rotation: a bot that remembers the cards of the set's
+                # earlier matches knows its opponents' hands, so only when the operator trusts them)
+                "duplicate": table.duplicate and self.settings.ladder_duplicate_sets,
                 "created": now_ms(),
             }
             if await self.store.store_table(ladder, table_id, stored, _turns(stored), table.bots, _registered(stored),

@@ -263,6 +263,7 @@ def roomy_ladder_api(
     whole duplicate set of 3 matches (so that the pairing deals them)."""
     for url in embedded_redis_url(tmp_path_factory.mktemp("roomy-ladder-redis")):
         env = {"REDIS_URL": url, **LADDER_ENV, "ARENA_LADDER_MAX_MATCHES": "3", "ARENA_LADDER_MOVE_TIMEOUT_MS": "3000",
+               "ARENA_LADDER_DUPLICATE_SETS": "true",
                "ARENA_LADDER_PAUSE_AFTER_TIMEOUTS": "3"}
         api, worker = start_api(**env), start_worker(**env)
         yield api, worker
@@ -412,6 +413,39 @@ def test_a_bots_ladders_count_its_matches_per_ladder_without_reading_any_ladders
             for ladder in ("WIZARD:3", "WIZARD_JUNIOR:3"):
                 await store.leave(ladder, ids[0])
         finally:
+            await services.close()
+
+    asyncio.run(run())
+
+
+def test_a_table_is_one_match_unless_duplicate_sets_are_asked_for_even_with_room_for_them(
+    services: Any, redis_url: str
+) -> None:
+    """With room under the cap for a whole set, the pairing would deal a duplicate set; the
+    same bots would then play every rotation of one deal, and a bot that remembers its cards
+    would know its opponents' hands: unless ARENA_LADDER_DUPLICATE_SETS, a table is one match."""
+    from service.domain.ladders import LadderService
+
+    ladder = "WIZARD_JUNIOR_CLASSIC:5"
+    settings = Settings(REDIS_URL=redis_url, ladder_max_matches=10, ladder_house_bots=[])
+    assert settings.ladder_duplicate_sets is False and settings.ladder_max_matches == 10
+
+    async def run() -> None:
+        store = services.ladders.store
+        ladders = LadderService(store, services.matches, services.ratings, settings)
+        token = await store.lock(ladder, 30)  # (a worker's pass of this Redis leaves the ladder to this test)
+        assert token is not None
+        try:
+            ids = [(await services.bots.register(f"dup{time.time_ns() % 10**9}x{i}", address=f"dup-{i}"))[1]["id"] for i in range(5)]
+            for bot_id in ids:
+                await store.join(ladder, bot_id)
+            assert await ladders._pair(ladder) >= 1
+            mine = [t for t in (await store.tables(ladder)).values() if {s["id"] for s in t["seats"]} == set(ids)]
+            assert len(mine) == 1 and mine[0]["duplicate"] is False
+            for bot_id in ids:
+                await store.leave(ladder, bot_id)
+        finally:
+            await store.unlock(ladder, token)
             await services.close()
 
     asyncio.run(run())
