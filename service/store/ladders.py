@@ -96,6 +96,9 @@ end
 return out
 """
 
+#: meetings read with one command at most (a long HMGET holds Redis up)
+MEETINGS_SLICE = 5_000
+
 #: a bot's ladder state's field counting its matches in one ladder (the field name then the ladder's)
 _PLAYING_IN = "playing:"
 
@@ -229,9 +232,18 @@ class LadderStore:
         found = await self.redis.hget(ladder_tables_key(ladder), table_id)
         return None if found is None else dict(json.loads(found))
 
-    async def meetings(self, ladder: str) -> dict[frozenset[str], int]:
-        rows = await self.redis.hgetall(ladder_meetings_key(ladder))
-        return {frozenset(k.decode().split("|")): int(v) for k, v in rows.items()}
+    async def meetings_among(self, ladder: str, bots: Sequence[str]) -> dict[frozenset[str], int]:
+        """How often each pair of ``bots`` met (pairs that never did left out): their fields
+        alone, read in slices (not the whole hash, which grows towards every pair of members)."""
+        ids = sorted(set(bots))
+        pairs = [f"{a}|{b}" for i, a in enumerate(ids) for b in ids[i + 1:]]
+        out: dict[frozenset[str], int] = {}
+        for start in range(0, len(pairs), MEETINGS_SLICE):
+            part = pairs[start:start + MEETINGS_SLICE]
+            for pair, count in zip(part, await self.redis.hmget(ladder_meetings_key(ladder), part), strict=True):
+                if count is not None:
+                    out[frozenset(pair.split("|"))] = int(count)
+        return out
 
     async def next_table_id(self, ladder: str) -> str:
         """A new table's id: the ladder's count of tables, and a few random characters (its

@@ -449,3 +449,25 @@ def test_a_table_is_one_match_unless_duplicate_sets_are_asked_for_even_with_room
             await services.close()
 
     asyncio.run(run())
+
+
+def test_the_meetings_a_pass_reads_are_those_of_the_bots_asked_about_with_each_other(services: Any) -> None:
+    suffix = f"{os.getpid()}{time.time_ns()}"
+    a, b, c, d = (f"meet-{suffix}-{x}" for x in "abcd")
+    ladder = "WIZARD_JUNIOR_CLASSIC:6"
+
+    async def run() -> None:
+        try:
+            store = services.ladders.store
+            for table_id, bots in ((f"t1{suffix}", [a, b, c]), (f"t2{suffix}", [a, b, d])):
+                table = {"seats": [{"id": x, "name": x, "house": None} for x in bots], "seed": "s",
+                         "duplicate": False, "created": 0}
+                assert await store.store_table(ladder, table_id, table, 1, bots, bots, 10)
+                await store.drop_table(ladder, table_id, 1, bots)
+            assert await store.meetings_among(ladder, [b, a, d, a]) == {
+                frozenset((a, b)): 2, frozenset((a, d)): 1, frozenset((b, d)): 1}
+            assert await store.meetings_among(ladder, [c]) == {}
+        finally:
+            await services.close()
+
+    asyncio.run(run())
