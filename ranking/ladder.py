@@ -66,7 +66,7 @@ def pair_ladder(
     """
     if players < 2:
         raise ValueError(f"a ladder table needs at least 2 players, not {players}")
-    free = [b for b in bots if not b.house and b.playing + 1 <= max_playing]
+    free = free_bots(bots, max_playing)
     house = sorted((b for b in bots if b.house), key=lambda b: b.id)
     spare = len(free) % players
     if spare and len(house) < players - spare:
@@ -111,6 +111,12 @@ def pair_ladder(
 
 #: how far down the order a table looks for its members, in tables
 WINDOW = 3
+
+
+def free_bots(bots: Sequence[LadderBot], max_playing: int) -> list[LadderBot]:
+    """The non-house bots with room under the cap for one more match: the only ones whose
+    ``meetings`` :func:`pair_ladder` reads (with each other), so a caller need not fetch more."""
+    return [b for b in bots if not b.house and b.playing + 1 <= max_playing]
 
 
 def _met(a: str, b: str, meetings: Mapping[frozenset[str], int]) -> int:

@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -54,14 +53,21 @@ def elo_update(ratings: Sequence[float], scores: Sequence[float], k: float = ELO
     return [r + d for r, d in zip(ratings, deltas, strict=True)]
 
 
-@functools.lru_cache(maxsize=1024)
+#: elo_deviation_after(n) for each n computed so far (each one step on from the one before)
+_DEVIATIONS_AFTER = [INITIAL_DEVIATION]
+
+
 def elo_deviation_after(games: int) -> float:
     """The Elo deviation of a bot after ``games`` matches at even tables of four bots alike
-    (what :func:`elo_deviations` gives such a bot): for a rating kept without one."""
-    deviation = INITIAL_DEVIATION
-    for _ in range(min(games, 1000)):  # settled long before: the volatility's floor
-        deviation = elo_deviations(range(4), [INITIAL_RATING] * 4, [deviation] * 4)[0]
-    return deviation
+    (what :func:`elo_deviations` gives such a bot): for a rating kept without one.
+
+    Every step is kept, so a page of old ratings with many different game counts costs one
+    step a game count at most, once per process (not a thousand steps each, in the request)."""
+    games = max(0, min(games, 1000))  # settled long before: the volatility's floor
+    while len(_DEVIATIONS_AFTER) <= games:
+        deviation = _DEVIATIONS_AFTER[-1]
+        _DEVIATIONS_AFTER.append(elo_deviations(range(4), [INITIAL_RATING] * 4, [deviation] * 4)[0])
+    return _DEVIATIONS_AFTER[games]
 
 
 def elo_deviations(

@@ -199,6 +199,12 @@ class Settings(BaseSettings):
         default=2, ge=1,
         description="ladder matches one bot sits in at once at most, in all its ladders together (house bots: no limit)",
     )
+    ladder_duplicate_sets: bool = Field(
+        default=False,
+        description="deal a ladder table as a duplicate set (one deal, the seats rotated) when its bots have room "
+        "under ARENA_LADDER_MAX_MATCHES: only for bots trusted not to remember cards across matches (the same bots "
+        "play every rotation, so one that does knows the hands of the seats it held before)",
+    )
     ladder_pause_after_timeouts: int = Field(
         default=3, ge=1,
         description="ladder tables in a row in which a bot let a move time out, after which it is paused (not "

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from ranking.ladder import LadderBot, pair_ladder
+from ranking.ladder import LadderBot, free_bots, pair_ladder
 from ranking.pairing import rotation
 from ranking.ratings import INITIAL_RATING
 from service.domain.matches import Caller, MatchService
@@ -155,9 +155,8 @@ class LadderService:
 
     async def membership(self, bot_id: str, name: str, ruleset: str, players: int) -> Membership:
         ladder = self.ladder_of(ruleset, players)
-        joined, pause = await self.store.memberships(bot_id)
-        playing = _playing(await self.store.tables(ladder)).get(bot_id, 0)
-        return _membership(bot_id, name, ladder, joined.get(ladder), pause, playing)
+        joined, pause, playing = await self.store.memberships(bot_id)
+        return _membership(bot_id, name, ladder, joined.get(ladder), pause, playing.get(ladder, 0))
 
     async def memberships(self, bot_id: str, name: str) -> list[Membership]:
         """The bot's ladders, by name (a house bot: every ladder, always ACTIVE)."""
@@ -170,12 +169,9 @@ class LadderService:
                 out.append(_membership(bot_id, name, ladder, None, None,
                                        _playing(await self.store.tables(ladder)).get(bot_id, 0)))
             return out
-        joined, pause = await self.store.memberships(bot_id)
-        out = []
-        for ladder in sorted(joined):
-            playing = _playing(await self.store.tables(ladder)).get(bot_id, 0)
-            out.append(_membership(bot_id, name, ladder, joined[ladder], pause, playing))
-        return out
+        # (one read of the bot's own keys: a list of many bots' ladders reads no ladder's tables)
+        joined, pause, playing = await self.store.memberships(bot_id)
+        return [_membership(bot_id, name, ladder, joined[ladder], pause, playing.get(ladder, 0)) for ladder in sorted(joined)]
 
     async def members(self, ruleset: str, players: int, first: int) -> list[Membership]:
         """The ladder's members: the house bots, then the bots by when they joined."""
@@ -243,8 +239,11 @@ class LadderService:
             names[identity] = f"House {kind.title()}" if kind is not None else f.name or identity
         if not any(not b.house for b in bots):
             return 0
-        chosen = pair_ladder(bots, players, await self.store.meetings(ladder), self.settings.ladder_max_matches,
-                             random.Random())
+        # only the meetings of the bots free to play, with each other (all a pairing reads): a
+        # ladder's meetings grow towards every pair of its bots (500,000 for 1,000 bots, seconds to read)
+        free = [b.id for b in free_bots(bots, self.settings.ladder_max_matches)]
+        chosen = pair_ladder(bots, players, await self.store.meetings_among(ladder, free),
+                             self.settings.ladder_max_matches, random.Random())
         started = 0
         for table in chosen:
             if all(house_kind_of(b) is not None for b in table.bots):
@@ -255,7 +254,9 @@ class LadderService:
                     {"id": b, "name": names[b], "house": house_kind_of(b)} for b in table.bots
                 ],
                 "seed": secrets.token_urlsafe(18),
-                "duplicate": table.duplicate,
+                # (the same bots play every rotation: a bot that remembers the cards of the set's
+                # earlier matches knows its opponents' hands, so only when the operator trusts them)
+                "duplicate": table.duplicate and self.settings.ladder_duplicate_sets,
                 "created": now_ms(),
             }
             if await self.store.store_table(ladder, table_id, stored, _turns(stored), table.bots, _registered(stored),
@@ -268,12 +269,15 @@ class LadderService:
     async def _finish_unstarted(self, ladder: str, tables: dict[str, dict[str, Any]]) -> None:
         """Tables a pass stored but died before starting (under the ladder's lock, no other
         pass is starting one now): started, or dropped when older than UNSTARTED_TABLE_MS
-        (their first match would be long overdue)."""
+        (their first match would be long overdue) and their first match is still missing."""
         for table_id in await self.store.unstarted(ladder):
             table = tables.get(table_id)
             if table is not None and now_ms() - table["created"] < UNSTARTED_TABLE_MS:
                 await self._start(ladder, table_id, table, 0)
-            elif table is not None:
+            elif table is not None and await self.matches.matches.load(_match_id(ladder, table_id, 0)) is None:
+                # (a pass that died after creating the first match, not before: the table is
+                # in play, and its settlement ends it; dropping it would free its bots' cap
+                # under a match still played, and leave a duplicate set sealed and unfinished)
                 await self.store.drop_table(ladder, table_id, _turns(table), _registered(table))
                 tables.pop(table_id)
             await self.store.started(ladder, table_id)

@@ -79,6 +79,7 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
   ``ladder:<ladder>:lock`` held by the one pairing pass running
 - ``{b:<id>}:ladders`` hash: ladder -> when the bot joined it (ms); ``{b:<id>}:ladder-state``
   hash: ``playing`` (the ladder matches it plays now, in all ladders: what the cap counts),
+  ``playing:<ladder>`` (those of one ladder, while it has any: what its memberships show),
   ``timeouts`` (its ladder tables in a row in which it let a move time out), ``paused`` (ms)
   and ``reason`` while it is paused
 """

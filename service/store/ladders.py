@@ -35,9 +35,10 @@ from service.store.ratings import StoredRating
 # Store a new table once, count the meetings of its bots with it, and add its matches to those
 # each of its registered bots plays (in all ladders: the cap is per bot), unless that would
 # take one over the cap (-1: the passes of two ladders seated it at once).
-# The table is also listed as unstarted, until its first match is created.
+# The table is also listed as unstarted, until its first match is created. Each bot's matches
+# of this ladder alone are counted beside (its membership shows them without reading tables).
 # KEYS: tables, meetings, unstarted, then each registered bot's ladder state. ARGV: table id,
-# table JSON, its matches, the cap, then each pair (``a|b``).
+# table JSON, its matches, the cap, the ladder's count's field, then each pair (``a|b``).
 STORE_TABLE = """
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 0 end
 for i = 4, #KEYS do
@@ -46,8 +47,11 @@ for i = 4, #KEYS do
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('SADD', KEYS[3], ARGV[1])
-for i = 5, #ARGV do redis.call('HINCRBY', KEYS[2], ARGV[i], 1) end
-for i = 4, #KEYS do redis.call('HINCRBY', KEYS[i], 'playing', tonumber(ARGV[3])) end
+for i = 6, #ARGV do redis.call('HINCRBY', KEYS[2], ARGV[i], 1) end
+for i = 4, #KEYS do
+  redis.call('HINCRBY', KEYS[i], 'playing', tonumber(ARGV[3]))
+  redis.call('HINCRBY', KEYS[i], ARGV[5], tonumber(ARGV[3]))
+end
 return 1
 """
 
@@ -55,13 +59,15 @@ return 1
 # and (unless ARGV[2] is 0: a table dropped unplayed) each one's streak of tables with a
 # timed-out move moved (one more, or back to 0); a streak reaching the limit pauses the bot.
 # KEYS: tables, then each bot's ladder state. ARGV: table id, limit (0: no streaks), time ms,
-# reason, the table's matches, then '1' or '0' per bot (it timed out at this table).
+# reason, the table's matches, the ladder's count's field, then '1' or '0' per bot (it timed
+# out at this table).
 END_TABLE = """
 if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end
 for i = 2, #KEYS do
   if redis.call('HINCRBY', KEYS[i], 'playing', -tonumber(ARGV[5])) < 0 then redis.call('HSET', KEYS[i], 'playing', 0) end
+  if redis.call('HINCRBY', KEYS[i], ARGV[6], -tonumber(ARGV[5])) <= 0 then redis.call('HDEL', KEYS[i], ARGV[6]) end
   if ARGV[2] == '0' then
-  elseif ARGV[4 + i] == '1' then
+  elseif ARGV[5 + i] == '1' then
     local streak = redis.call('HINCRBY', KEYS[i], 'timeouts', 1)
     if streak >= tonumber(ARGV[2]) and redis.call('HEXISTS', KEYS[i], 'paused') == 0 then
       redis.call('HSET', KEYS[i], 'paused', ARGV[3], 'reason', ARGV[4])
@@ -89,6 +95,12 @@ for i = 3, #KEYS, 3 do
 end
 return out
 """
+
+#: meetings read with one command at most (a long HMGET holds Redis up)
+MEETINGS_SLICE = 5_000
+
+#: a bot's ladder state's field counting its matches in one ladder (the field name then the ladder's)
+_PLAYING_IN = "playing:"
 
 UNLOCK = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
 
@@ -148,13 +160,17 @@ class LadderStore:
             pipe.hdel(bot_ladders_key(bot_id), ladder)
             await pipe.execute()
 
-    async def memberships(self, bot_id: str) -> tuple[dict[str, int], Pause | None]:
-        """The bot's ladders (ladder -> when it joined, ms) and its pause."""
+    async def memberships(self, bot_id: str) -> tuple[dict[str, int], Pause | None, dict[str, int]]:
+        """The bot's ladders (ladder -> when it joined, ms), its pause, and the matches it
+        plays now per ladder (ladder -> matches: those with none left out)."""
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hgetall(bot_ladders_key(bot_id))
-            pipe.hmget(bot_ladder_state_key(bot_id), ["paused", "reason"])
-            joined, pause = await pipe.execute()
-        return {k.decode(): int(v) for k, v in joined.items()}, _pause(pause)
+            pipe.hgetall(bot_ladder_state_key(bot_id))
+            joined, state = await pipe.execute()
+        prefix = _PLAYING_IN.encode()
+        playing = {k[len(prefix):].decode(): int(v) for k, v in state.items() if k.startswith(prefix)}
+        pause = _pause((state.get(b"paused"), state.get(b"reason")))
+        return {k.decode(): int(v) for k, v in joined.items()}, pause, playing
 
     async def resume(self, bot_id: str) -> bool:
         """Lift the bot's pause; whether it was paused."""
@@ -216,9 +232,18 @@ class LadderStore:
         found = await self.redis.hget(ladder_tables_key(ladder), table_id)
         return None if found is None else dict(json.loads(found))
 
-    async def meetings(self, ladder: str) -> dict[frozenset[str], int]:
-        rows = await self.redis.hgetall(ladder_meetings_key(ladder))
-        return {frozenset(k.decode().split("|")): int(v) for k, v in rows.items()}
+    async def meetings_among(self, ladder: str, bots: Sequence[str]) -> dict[frozenset[str], int]:
+        """How often each pair of ``bots`` met (pairs that never did left out): their fields
+        alone, read in slices (not the whole hash, which grows towards every pair of members)."""
+        ids = sorted(set(bots))
+        pairs = [f"{a}|{b}" for i, a in enumerate(ids) for b in ids[i + 1:]]
+        out: dict[frozenset[str], int] = {}
+        for start in range(0, len(pairs), MEETINGS_SLICE):
+            part = pairs[start:start + MEETINGS_SLICE]
+            for pair, count in zip(part, await self.redis.hmget(ladder_meetings_key(ladder), part), strict=True):
+                if count is not None:
+                    out[frozenset(pair.split("|"))] = int(count)
+        return out
 
     async def next_table_id(self, ladder: str) -> str:
         """A new table's id: the ladder's count of tables, and a few random characters (its
@@ -234,7 +259,7 @@ class LadderStore:
         return int(await self._store_table(
             keys=[ladder_tables_key(ladder), ladder_meetings_key(ladder), ladder_unstarted_key(ladder),
                   *(bot_ladder_state_key(b) for b in registered)],
-            args=[table_id, json.dumps(table, separators=(",", ":")), matches, cap, *pairs],
+            args=[table_id, json.dumps(table, separators=(",", ":")), matches, cap, _PLAYING_IN + ladder, *pairs],
         )) == 1
 
     async def started(self, ladder: str, table_id: str) -> None:
@@ -249,7 +274,7 @@ class LadderStore:
         """A table whose matches were never made (its pass died half way): off the tables in
         play, and off its bots' ladder matches (no streak moves: nobody played)."""
         await self._end_table(keys=[ladder_tables_key(ladder), *(bot_ladder_state_key(b) for b in registered)],
-                              args=[table_id, 0, now_ms(), "", matches])
+                              args=[table_id, 0, now_ms(), "", matches, _PLAYING_IN + ladder])
 
     async def end_table(self, ladder: str, table_id: str, matches: int, timed_out: dict[str, bool],
                         pause_after: int, reason: str) -> bool:
@@ -260,5 +285,6 @@ class LadderStore:
         bots = list(timed_out)
         return bool(await self._end_table(
             keys=[ladder_tables_key(ladder), *(bot_ladder_state_key(b) for b in bots)],
-            args=[table_id, pause_after, now_ms(), reason, matches, *("1" if timed_out[b] else "0" for b in bots)],
+            args=[table_id, pause_after, now_ms(), reason, matches, _PLAYING_IN + ladder,
+                  *("1" if timed_out[b] else "0" for b in bots)],
         ))

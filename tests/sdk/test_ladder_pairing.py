@@ -8,7 +8,7 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ranking.ladder import LadderBot, LadderTable, pair_ladder
+from ranking.ladder import LadderBot, LadderTable, free_bots, pair_ladder
 
 
 def _bots(n: int, seed: int = 0, playing: int = 0) -> list[LadderBot]:
@@ -132,3 +132,21 @@ def test_a_table_is_a_duplicate_set_when_all_its_bots_have_room_for_it():
     tables = pair_ladder(busy, 4, {}, 4, random.Random(5))
     _check_contract(busy, 4, 4, tables)
     assert sorted(("busy" in t.bots, t.duplicate) for t in tables) == [(False, True), (True, False)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10**6), st.integers(3, 5), st.integers(2, 40))
+def test_the_pairing_reads_only_the_meetings_of_free_bots_with_each_other(seed: int, players: int, n: int) -> None:
+    """The ladder service fetches only these (a ladder's meetings grow towards every pair of
+    its bots): the tables are the same as with every meeting known."""
+    rng = random.Random(seed)
+    bots = [LadderBot(f"b{i}", rng.uniform(1200, 1800), rng.uniform(30, 350), rng.choice([0, 0, 1, 2]))
+            for i in range(n)]
+    bots += [LadderBot(f"house-{k}", 1500, 60, 0, True) for k in ("a", "b", "c", "d")[:rng.randrange(0, 5)]]
+    everyone = [b.id for b in bots]
+    meetings = {frozenset((a, b)): rng.randrange(1, 5) for i, a in enumerate(everyone) for b in everyone[i + 1:]
+                if rng.random() < 0.5}
+    free = {b.id for b in free_bots(bots, 2)}
+    among = {pair: count for pair, count in meetings.items() if pair <= free}
+    assert pair_ladder(bots, players, among, 2, random.Random(seed)) == pair_ladder(
+        bots, players, meetings, 2, random.Random(seed))

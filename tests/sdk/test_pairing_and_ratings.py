@@ -23,6 +23,7 @@ from ranking.ratings import (
     GLICKO_VOLATILITY,
     INITIAL_DEVIATION,
     INITIAL_RATING,
+    elo_deviation_after,
     elo_deviations,
     elo_expected,
     elo_update,
@@ -362,6 +363,25 @@ def test_elo_deviations_narrow_with_every_match_down_to_a_floor():
     assert seen[0] < INITIAL_DEVIATION and seen[9] < 0.5 * INITIAL_DEVIATION
     # Glicko-2's volatility keeps it from vanishing: a fixed-K Elo rating keeps moving
     assert 40 < seen[-1] == pytest.approx(seen[-2], abs=0.01)
+
+
+def test_the_deviation_of_a_rating_kept_without_one_costs_one_step_a_game_count(monkeypatch):
+    """A leaderboard page of old ratings reads it for each row's games: a hundred rows of
+    different, long careers must not cost a thousand steps each (in the request)."""
+    import ranking.ratings as ratings
+
+    expected = INITIAL_DEVIATION
+    for _ in range(120):
+        expected = elo_deviations(range(4), [INITIAL_RATING] * 4, [expected] * 4)[0]
+    assert elo_deviation_after(0) == INITIAL_DEVIATION
+    assert elo_deviation_after(120) == pytest.approx(expected)
+    assert elo_deviation_after(10**9) == elo_deviation_after(1000) == pytest.approx(elo_deviation_after(999), abs=1e-6)
+    getattr(elo_deviation_after, "cache_clear", lambda: None)()
+    steps = []
+    monkeypatch.setattr(ratings, "elo_deviations", lambda *a: steps.append(1) or elo_deviations(*a))
+    for games in range(900, 1000):
+        elo_deviation_after(games)
+    assert len(steps) <= 1000
 
 
 def test_elo_deviations_learn_little_from_a_lopsided_table_and_nothing_from_a_bot_against_itself():

@@ -263,6 +263,7 @@ def roomy_ladder_api(
     whole duplicate set of 3 matches (so that the pairing deals them)."""
     for url in embedded_redis_url(tmp_path_factory.mktemp("roomy-ladder-redis")):
         env = {"REDIS_URL": url, **LADDER_ENV, "ARENA_LADDER_MAX_MATCHES": "3", "ARENA_LADDER_MOVE_TIMEOUT_MS": "3000",
+               "ARENA_LADDER_DUPLICATE_SETS": "true",
                "ARENA_LADDER_PAUSE_AFTER_TIMEOUTS": "3"}
         api, worker = start_api(**env), start_worker(**env)
         yield api, worker
@@ -348,3 +349,125 @@ def test_the_javascript_stdin_stdout_bot_plays_a_ladder_match(
     wait_until(lambda: any(row["bot"]["id"] == bot_id and row["games"] >= 1 for row in api.data(
         LEADERBOARD, {"r": "WIZARD", "m": "ELO"})["leaderboard"]), "the ladder match settled: the bot rated",
         timeout=60, explain=explain)
+
+
+def test_an_old_unstarted_table_whose_first_match_was_made_is_kept_in_play(services: Any) -> None:
+    """A pass that died after creating a table's first match but before marking it started,
+    finished by a pass over a minute later: the table stays in play (its bots' cap counting the
+    match still played), only its unstarted mark goes."""
+    ladder, table_id = "WIZARD:3", f"made{os.getpid()}{time.time_ns()}"
+    ids = [f"ladder-made-{table_id}-{i}" for i in range(3)]
+    table = {"seats": [{"id": b, "name": b, "house": None} for b in ids], "seed": "made",
+             "duplicate": False, "created": int(time.time() * 1000) - 120_000}
+
+    async def run() -> None:
+        try:
+            store = services.ladders.store
+            assert await store.store_table(ladder, table_id, table, 1, ids, ids, 10)
+            await services.ladders._start(ladder, table_id, table, 0)  # (then the pass died)
+            await services.ladders._finish_unstarted(ladder, {table_id: table})
+            assert await store.table(ladder, table_id) is not None
+            assert table_id not in await store.unstarted(ladder)
+            assert [f.playing for f in await store.facts("WIZARD", ids)] == [1, 1, 1]
+            await store.drop_table(ladder, table_id, 1, ids)  # (tidy: no other test meets it)
+        finally:
+            await services.close()
+
+    asyncio.run(run())
+
+
+def test_a_bots_ladders_count_its_matches_per_ladder_without_reading_any_ladders_tables(services: Any) -> None:
+    """``bot { ladders { playing } }`` for each bot of a long list must not read every table of
+    each of its ladders: the matches a bot plays are counted per ladder as its tables are
+    stored and ended (the cap's count, across ladders, moving with them)."""
+    suffix = f"{os.getpid()}{time.time_ns()}"
+    ids = [f"ladder-count-{suffix}-{i}" for i in range(3)]
+    seats = [{"id": b, "name": b, "house": None} for b in ids]
+
+    async def run() -> None:
+        try:
+            store, ladders = services.ladders.store, services.ladders
+            for ladder in ("WIZARD:3", "WIZARD_JUNIOR:3"):
+                await store.join(ladder, ids[0])
+            tables = [("WIZARD:3", f"a{suffix}", True), ("WIZARD:3", f"b{suffix}", False),
+                      ("WIZARD_JUNIOR:3", f"c{suffix}", False)]
+            for ladder, table_id, duplicate in tables:
+                table = {"seats": seats, "seed": "s", "duplicate": duplicate, "created": 0}
+                assert await store.store_table(ladder, table_id, table, 3 if duplicate else 1, ids, ids, 10)
+                await store.started(ladder, table_id)
+
+            async def no_tables(ladder: str) -> dict[str, Any]:
+                raise AssertionError(f"read every table of {ladder}")
+
+            store.tables = no_tables
+            rows = await ladders.memberships(ids[0], "counted")
+            assert [(m.ruleset, m.playing) for m in rows] == [("WIZARD", 4), ("WIZARD_JUNIOR", 1)]
+            assert (await ladders.membership(ids[1], "counted", "WIZARD", 3)).playing == 4
+            assert [f.playing for f in await store.facts("WIZARD", ids)] == [5, 5, 5]  # (the cap's: all ladders)
+            assert await store.end_table("WIZARD:3", f"a{suffix}", 3, dict.fromkeys(ids, False), 0, "")
+            await store.drop_table("WIZARD_JUNIOR:3", f"c{suffix}", 1, ids)
+            rows = await ladders.memberships(ids[0], "counted")
+            assert [(m.ruleset, m.playing) for m in rows] == [("WIZARD", 1), ("WIZARD_JUNIOR", 0)]
+            assert [f.playing for f in await store.facts("WIZARD", ids)] == [1, 1, 1]
+            await store.drop_table("WIZARD:3", f"b{suffix}", 1, ids)
+            for ladder in ("WIZARD:3", "WIZARD_JUNIOR:3"):
+                await store.leave(ladder, ids[0])
+        finally:
+            await services.close()
+
+    asyncio.run(run())
+
+
+def test_a_table_is_one_match_unless_duplicate_sets_are_asked_for_even_with_room_for_them(
+    services: Any, redis_url: str
+) -> None:
+    """With room under the cap for a whole set, the pairing would deal a duplicate set; the
+    same bots would then play every rotation of one deal, and a bot that remembers its cards
+    would know its opponents' hands: unless ARENA_LADDER_DUPLICATE_SETS, a table is one match."""
+    from service.domain.ladders import LadderService
+
+    ladder = "WIZARD_JUNIOR_CLASSIC:5"
+    settings = Settings(REDIS_URL=redis_url, ladder_max_matches=10, ladder_house_bots=[])
+    assert settings.ladder_duplicate_sets is False and settings.ladder_max_matches == 10
+
+    async def run() -> None:
+        store = services.ladders.store
+        ladders = LadderService(store, services.matches, services.ratings, settings)
+        token = await store.lock(ladder, 30)  # (a worker's pass of this Redis leaves the ladder to this test)
+        assert token is not None
+        try:
+            ids = [(await services.bots.register(f"dup{time.time_ns() % 10**9}x{i}", address=f"dup-{i}"))[1]["id"] for i in range(5)]
+            for bot_id in ids:
+                await store.join(ladder, bot_id)
+            assert await ladders._pair(ladder) >= 1
+            mine = [t for t in (await store.tables(ladder)).values() if {s["id"] for s in t["seats"]} == set(ids)]
+            assert len(mine) == 1 and mine[0]["duplicate"] is False
+            for bot_id in ids:
+                await store.leave(ladder, bot_id)
+        finally:
+            await store.unlock(ladder, token)
+            await services.close()
+
+    asyncio.run(run())
+
+
+def test_the_meetings_a_pass_reads_are_those_of_the_bots_asked_about_with_each_other(services: Any) -> None:
+    suffix = f"{os.getpid()}{time.time_ns()}"
+    a, b, c, d = (f"meet-{suffix}-{x}" for x in "abcd")
+    ladder = "WIZARD_JUNIOR_CLASSIC:6"
+
+    async def run() -> None:
+        try:
+            store = services.ladders.store
+            for table_id, bots in ((f"t1{suffix}", [a, b, c]), (f"t2{suffix}", [a, b, d])):
+                table = {"seats": [{"id": x, "name": x, "house": None} for x in bots], "seed": "s",
+                         "duplicate": False, "created": 0}
+                assert await store.store_table(ladder, table_id, table, 1, bots, bots, 10)
+                await store.drop_table(ladder, table_id, 1, bots)
+            assert await store.meetings_among(ladder, [b, a, d, a]) == {
+                frozenset((a, b)): 2, frozenset((a, d)): 1, frozenset((b, d)): 1}
+            assert await store.meetings_among(ladder, [c]) == {}
+        finally:
+            await services.close()
+
+    asyncio.run(run())
