@@ -2,7 +2,9 @@
 :func:`ranking.ladder.pair_ladder`, finds the true order of bots that really play.
 
 - **The field:** 20 bots of known order, each a mixture of the house bots: bot ``k`` makes
-  HEURISTIC's move with probability ``p_k = k / 19`` and RANDOM's otherwise, decided afresh
+  HEURISTIC's move with probability ``p_k = w + (1 - w) k / 19`` and RANDOM's otherwise
+  (``w``, the weakest bot's share, 0 unless ``--weakest`` says; 0.5 makes a field of
+  closer strengths, harder to order), decided afresh
   at every move. Order by ``p`` is the known order (checked in BENCHMARKS.md by a long run).
 - **The ladder:** synchronous passes: every pass, every bot is free (cap 1 match at a time,
   or ``TABLE`` for duplicate sets), ``pair_ladder`` seats them, every table's match is
@@ -84,6 +86,14 @@ def rating_pairing(bots: Sequence[LadderBot], meetings: dict[frozenset[str], int
     ]
 
 
+PAIRINGS: dict[str, Pairing] = {
+    "ladder": ladder_pairing(False),
+    "ladder_duplicate": ladder_pairing(True),
+    "random_tables": random_pairing,
+    "close_ratings": rating_pairing,
+}
+
+
 class Ladder:
     """One simulated ladder: the field, its history and its leaderboard."""
 
@@ -132,13 +142,13 @@ class Ladder:
                     yield table
 
 
-def field(count: int) -> dict[str, float]:
-    return {f"p{k:02d}": k / (count - 1) for k in range(count)}
+def field(count: int, weakest: float) -> dict[str, float]:
+    return {f"p{k:02d}": weakest + (1.0 - weakest) * k / (count - 1) for k in range(count)}
 
 
-def matches_to_order(seed: int, pairing: Pairing, limit: int) -> tuple[int | None, Ladder]:
+def matches_to_order(seed: int, pairing: Pairing, limit: int, weakest: float = 0.0) -> tuple[int | None, Ladder]:
     """Matches until tau >= TARGET_TAU for good (None: not within ``limit``)."""
-    ladder = Ladder(field(BOTS), seed, pairing)
+    ladder = Ladder(field(BOTS, weakest), seed, pairing)
     reached: int | None = None
     for _ in ladder.passes():
         played = len(ladder.history)
@@ -197,36 +207,35 @@ def _summary(values: Sequence[int | None], limit: int) -> dict[str, Any]:
     }
 
 
-def bench_ladder(seeds: int, limit: int, first_seed: int = 1, passes: int = 50) -> dict[str, Any]:
+def bench_ladder(
+    seeds: int, limit: int, first_seed: int = 1, passes: int = 50, weakest: float = 0.0, methods: Sequence[str] = ()
+) -> dict[str, Any]:
     started = time.perf_counter()
-    methods: dict[str, Pairing] = {
-        "ladder": ladder_pairing(False),
-        "ladder_duplicate": ladder_pairing(True),
-        "random_tables": random_pairing,
-        "close_ratings": rating_pairing,
-    }
-    reached: dict[str, list[int | None]] = {m: [] for m in methods}
+    chosen = {name: PAIRINGS[name] for name in methods or PAIRINGS}
+    reached: dict[str, list[int | None]] = {m: [] for m in chosen}
     newcomers = []
     for s in range(first_seed, first_seed + seeds):
-        for name, pairing in methods.items():
-            matches, ladder = matches_to_order(s, pairing, limit)
+        for name, pairing in chosen.items():
+            matches, ladder = matches_to_order(s, pairing, limit, weakest)
             reached[name].append(matches)
             if name == "ladder":
                 newcomers.append(new_bot_rank_error(ladder, random.Random(f"new-bot-{s}")))
     out: dict[str, Any] = {
         "bots": BOTS,
+        "weakest_heuristic_share": weakest,
         "table": TABLE,
         "target_tau": TARGET_TAU,
         "seeds": seeds,
         "match_limit": limit,
     }
-    for name in methods:
+    for name in chosen:
         out[name] = _summary(reached[name], limit)
-    out["new_bot"] = {
-        "matches": NEW_BOT_MATCHES,
-        "within_one_place": f"{sum(n['within_one'] for n in newcomers)}/{len(newcomers)}",
-        "per_seed": [f"{n['rank']} for {n['true_rank']}" for n in newcomers],
-    }
+    if newcomers:
+        out["new_bot"] = {
+            "matches": NEW_BOT_MATCHES,
+            "within_one_place": f"{sum(n['within_one'] for n in newcomers)}/{len(newcomers)}",
+            "per_seed": [f"{n['rank']} for {n['true_rank']}" for n in newcomers],
+        }
     out["pairing_pass_1000_bots"] = pairing_pass_ms(1000, passes, first_seed)
     out["seconds"] = round(time.perf_counter() - started, 1)
     return out

@@ -80,7 +80,7 @@ def _bench_rating_deviations(args: argparse.Namespace) -> None:
 def _bench_ladder(args: argparse.Namespace) -> None:
     from bench.ladder import bench_ladder
 
-    _print_nested(bench_ladder(args.seeds, args.limit, args.seed, args.passes), args.json)
+    _print_nested(bench_ladder(args.seeds, args.limit, args.seed, args.passes, args.weakest, args.method or ()), args.json)
 
 
 def _bench_webhooks(args: argparse.Namespace) -> None:
@@ -557,10 +557,17 @@ def build_parser() -> argparse.ArgumentParser:
     ladder = benches.add_parser(
         "ladder", help="matches until a simulated ladder of house-bot mixtures finds their order, and a pairing pass's time"
     )
-    ladder.add_argument("--seeds", type=int, default=5, help="simulated ladders of 20 bots, averaged")
-    ladder.add_argument("--limit", type=int, default=300, help="matches per ladder (tau must hold to the end)")
+    ladder.add_argument("--seeds", type=int, default=6, help="simulated ladders of 20 bots, averaged")
+    ladder.add_argument("--limit", type=int, default=250, help="matches per ladder (tau must hold to the end)")
     ladder.add_argument("--seed", type=int, default=1, help="the first seed")
     ladder.add_argument("--passes", type=int, default=50, help="timed pairing passes over 1,000 ladder bots")
+    ladder.add_argument(
+        "--weakest", type=float, default=0.0, help="the weakest bot's share of HEURISTIC moves (0.5: a closer field)"
+    )
+    ladder.add_argument(
+        "--method", action="append", choices=["ladder", "ladder_duplicate", "random_tables", "close_ratings"],
+        help="only these pairings (repeatable; default all; the new bot joins the 'ladder' run)",
+    )
     ladder.add_argument("--json", action="store_true", help="print one JSON line")
     ladder.set_defaults(run=_bench_ladder)
 

@@ -150,3 +150,19 @@ def test_the_pairing_reads_only_the_meetings_of_free_bots_with_each_other(seed: 
     among = {pair: count for pair, count in meetings.items() if pair <= free}
     assert pair_ladder(bots, players, among, 2, random.Random(seed)) == pair_ladder(
         bots, players, meetings, 2, random.Random(seed))
+
+
+def test_the_simulated_ladder_seats_every_bot_each_pass_and_rates_them_all():
+    """bench/ladder.py's ladder, two passes: real matches through the engine, every bot at
+    one table a pass, the leaderboard refitted over all of them."""
+    from bench.ladder import BOTS, TABLE, Ladder, field, ladder_pairing
+
+    ladder = Ladder(field(BOTS, 0.0), seed=3, pairing=ladder_pairing(False))
+    passes = ladder.passes()
+    tables = [next(passes) for _ in range(2 * BOTS // TABLE)]
+    for first in range(0, len(tables), BOTS // TABLE):
+        assert sorted(b for t in tables[first:first + BOTS // TABLE] for b in t.bots) == sorted(ladder.strengths)
+    assert len(ladder.history) == 2 * BOTS // TABLE
+    assert all(len(set(seats)) == TABLE and len(scores) == TABLE for seats, scores in ladder.history)
+    assert set(ladder.fit.ratings) == set(ladder.strengths)
+    assert sum(ladder.meetings.values()) == len(ladder.history) * TABLE * (TABLE - 1) // 2
