@@ -28,7 +28,9 @@ import pytest
 from tests.project.readme_blocks import Block, readme_blocks
 from tests.service.arena_client import REPO, Api, free_port
 
-SHELL_BLOCKS = readme_blocks("sh")
+# (a block that shows a file of the repository, `docs-test: file PATH`, is that file:
+# tests/project/test_readme.py checks it, and the tests of what the file is run it)
+SHELL_BLOCKS = [b for b in readme_blocks("sh") if not (b.marker or "").startswith("file ")]
 NOT_RUN = [b for b in SHELL_BLOCKS if (b.marker or "").startswith("not run: ")]
 RUN = [b for b in SHELL_BLOCKS if b not in NOT_RUN]
 
