@@ -95,7 +95,13 @@ async def advance_tournaments(services: Services) -> None:
 
 
 async def pair_ladders(services: Services) -> None:
-    for ladder in await services.ladders.ladders():
+    """One pass over every ladder. It runs beside the clock's loop, not in it: a pass that
+    starts hundreds of tables (a big ladder opening) holds up no deadline."""
+    try:
+        ladders = await services.ladders.ladders()
+    except Exception:  # noqa: BLE001 - Redis away: the clock's own tick says so; the next pass tries again
+        return
+    for ladder in ladders:
         try:
             await services.ladders.pair(ladder)
         except Exception:
@@ -104,6 +110,7 @@ async def pair_ladders(services: Services) -> None:
 
 async def run_clock(services: Services, queue: JobQueue, stop: asyncio.Event) -> None:
     next_settle = next_tournaments = next_ladders = 0.0
+    ladder_pass: asyncio.Task[None] | None = None  # one pass at a time in this worker
     heartbeat = Heartbeat(services.redis)  # /readyz and `worker --check` see the clock go round
     outage = Outage("Redis", log)
     while not stop.is_set():
@@ -120,9 +127,9 @@ async def run_clock(services: Services, queue: JobQueue, stop: asyncio.Event) ->
                 await advance_tournaments(services)
                 await services.challenges.sweep()
                 await queue_tournament_archives(services, queue)
-            if now >= next_ladders:
+            if now >= next_ladders and (ladder_pass is None or ladder_pass.done()):
                 next_ladders = now + services.settings.ladder_pair_seconds
-                await pair_ladders(services)
+                ladder_pass = asyncio.create_task(pair_ladders(services))
             upcoming = await services.matches.next_due_ms()
             outage.recovered()
         except Exception as error:  # noqa: BLE001 - keep the clock running, whatever failed (outage.after reports it)
@@ -131,3 +138,5 @@ async def run_clock(services: Services, queue: JobQueue, stop: asyncio.Event) ->
             continue
         wait = POLL_SECONDS if upcoming is None else min(POLL_SECONDS, max(0.0, (upcoming - now_ms()) / 1000))
         await unless_stopped(stop, wait)
+    if ladder_pass is not None:
+        await ladder_pass  # a pass ends by itself, each table stored and started whole
