@@ -26,6 +26,9 @@ from wizard import Ruleset
 APPLY_ATTEMPTS = 20
 #: the deepest a leaderboard is read (its ``offset``)
 MAX_LEADERBOARD_OFFSET = 1_000_000
+#: the deepest a leaderboard without its provisional bots is read: those are found by reading
+#: the board from the top, so one request may read at most this far (plus a page)
+MAX_ESTABLISHED_OFFSET = 10_000
 
 
 class RatingMethod(str, Enum):
@@ -74,10 +77,16 @@ class RatingService:
     ) -> list[dict[str, Any]]:
         """``first`` bots by rating from ``offset`` (0: the top), each with its rank, id,
         name, rating, games, deviation and provisional mark; ``provisional`` False leaves
-        provisional bots out (ranks counted among those shown). BAD_INPUT for an offset out
-        of range."""
+        provisional bots out (ranks counted among those shown; then ``offset`` is at most
+        ``MAX_ESTABLISHED_OFFSET``, and the board is read from the top at most
+        ``service.store.ratings.MAX_ESTABLISHED_SCAN`` places deep). BAD_INPUT for an offset out of range."""
         if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= MAX_LEADERBOARD_OFFSET:
             raise BadInput(f"offset must be from 0 to {MAX_LEADERBOARD_OFFSET}, not {offset!r}")
+        if not provisional and offset > MAX_ESTABLISHED_OFFSET:
+            raise BadInput(
+                f"with provisional: false, offset goes to {MAX_ESTABLISHED_OFFSET} at most, not {offset}: "
+                "read deeper with provisional: true"
+            )
         min_games = 0 if provisional else self.provisional_games
         rows: list[LeaderRow] = await self.ratings.leaderboard(ruleset, method.value, first, offset, min_games)
         return [

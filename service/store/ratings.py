@@ -72,6 +72,8 @@ return claimed
 
 #: how many leaderboard places are read at a time when provisional bots are left out
 LEADERBOARD_SLICE = 500
+#: how deep such a read goes at most (one request reads no more of a big board than this)
+MAX_ESTABLISHED_SCAN = 50_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +201,8 @@ class RatingStore:
 
     async def leaderboard(self, ruleset: str, method: str, first: int, offset: int, min_games: int) -> list[LeaderRow]:
         """``first`` bots by rating from ``offset``, among those with ``min_games`` games or more
-        (ranks counted among them: read a slice at a time from the top until enough are found)."""
+        (ranks counted among them: read a slice at a time from the top until enough are found,
+        or ``MAX_ESTABLISHED_SCAN`` places are read)."""
         board = leaderboard_key(ruleset, method)
         if min_games <= 0:
             rows = await self.redis.zrevrange(board, offset, offset + first - 1, withscores=True)
@@ -207,7 +210,7 @@ class RatingStore:
         else:
             found: list[LeaderRow] = []
             start = 0
-            while len(found) < offset + first:
+            while len(found) < offset + first and start < MAX_ESTABLISHED_SCAN:
                 rows = await self.redis.zrevrange(board, start, start + LEADERBOARD_SLICE - 1, withscores=True)
                 if not rows:
                     break

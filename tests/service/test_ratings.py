@@ -433,6 +433,11 @@ def test_provisional_false_leaves_provisional_bots_out_and_ranks_the_rest(api, w
             "{ rank bot { id } } }", {"r": RULESET, "o": offset},
         )["leaderboard"]
     assert [(e["rank"], e["bot"]["id"]) for e in pages] == [(e["rank"], e["bot"]["id"]) for e in shown]
+    # read from the top, so only so deep: deeper is refused with what to do, not read
+    deep = "query($o: Int!) { leaderboard(ruleset: WIZARD, offset: $o, provisional: false) { rank } }"
+    assert api.error_code(deep, {"o": 10_001}) == "BAD_INPUT"
+    assert "provisional: true" in api.gql(deep, {"o": 10_001})["errors"][0]["message"]
+    assert api.data(deep, {"o": 10_000})["leaderboard"] == []
 
     # REST: the same board, and the web page
     rest = api.http.get(f"/api/leaderboard/{RULESET}", params={"provisional": "false"}).json()
