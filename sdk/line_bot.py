@@ -142,7 +142,11 @@ class LineBot(Bot):
         """The program exited: note it, and when it may be started again."""
         process = self._process
         assert process is not None
-        code = process.wait()
+        try:  # its stdout closed: it exits, or (stdout closed by itself) it is stopped
+            code = process.wait(EXIT_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            _signal(process, signal.SIGKILL)
+            code = process.wait()
         self._drain(0)
         self._flush_stderr("as it exited")
         self._release()

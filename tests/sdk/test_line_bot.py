@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -206,3 +207,27 @@ def test_closing_ends_the_program_by_closing_its_stdin(tmp_path):
     bot.close()
     assert process.poll() == 0  # it read to the end of its input and exited by itself
     assert time.monotonic() - started < EXIT_GRACE_SECONDS
+
+
+def test_a_program_that_closes_its_stdout_but_lives_on_does_not_hold_the_runner(tmp_path):
+    # its stdout's end reads as an exit; waiting for the exit must not wait for ever: the
+    # program is stopped, the turn given up at the move clock
+    bot = program(tmp_path, "os.close(1); time.sleep(60)")
+    try:
+        process = bot._process
+        assert process is not None
+        outcome: list[BaseException | Decision] = []
+        thread = threading.Thread(target=lambda: outcome.append(_decided(bot)), daemon=True)
+        thread.start()
+        thread.join(10)
+        assert not thread.is_alive(), "decide() still waits for a program that will not exit"
+        assert process.poll() is not None  # stopped, not left behind
+    finally:
+        bot.close()
+
+
+def _decided(bot: LineBot) -> BaseException | Decision:
+    try:
+        return bot.decide(a_turn(), time.monotonic() + 1)
+    except (TimeoutError, RuntimeError) as e:
+        return e
