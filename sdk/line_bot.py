@@ -279,7 +279,11 @@ class LineBot(Bot):
                         raise TimeoutError(f"{self.command} is started again only after the move clock")
                     if wait > 0:
                         time.sleep(wait)
+                        continue  # (the runner may have stopped meanwhile: seen at the top)
                     self._start()
+                    if self._closed:  # stopped as it started: close() saw no program to stop
+                        self.close()
+                        continue
                 self._drain(0)
                 self._flush_stderr("between turns")
                 if self._owed >= UNANSWERED_MOST:

@@ -226,8 +226,29 @@ def test_a_program_that_closes_its_stdout_but_lives_on_does_not_hold_the_runner(
         bot.close()
 
 
-def _decided(bot: LineBot) -> BaseException | Decision:
+def _decided(bot: LineBot, seconds: float = 1) -> BaseException | Decision:
     try:
-        return bot.decide(a_turn(), time.monotonic() + 1)
+        return bot.decide(a_turn(), time.monotonic() + seconds)
     except (TimeoutError, RuntimeError) as e:
         return e
+
+
+def test_closing_while_a_restart_waits_starts_no_program_again(tmp_path):
+    # the program dies on its turn; the runner stops during the back-off before its restart
+    marker = tmp_path / "crashed"
+    bot = program(
+        tmp_path,
+        f"if not os.path.exists({str(marker)!r}):\n    open({str(marker)!r}, 'w').close(); sys.exit(3)\n" + FIRST_LEGAL,
+    )
+    bot._first_restart = 1.0
+    outcome: list[BaseException | Decision] = []
+    thread = threading.Thread(target=lambda: outcome.append(_decided(bot, 5)), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 5
+    while bot._process is not None and time.monotonic() < deadline:  # it died: the back-off runs
+        time.sleep(0.01)
+    bot.close()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert bot._process is None, "a program was started after the runner stopped"
+    assert isinstance(outcome[0], RuntimeError)
