@@ -21,7 +21,9 @@ The protocol (README, "Bots in any language"):
   server makes the move; the program's late answer, when it comes, is read and dropped (the
   SDK counts the lines it is owed, so a late answer is never taken for the next turn's). A
   program owing answers to :data:`UNANSWERED_MOST` lines is taken for hung: it is killed and
-  started again.
+  started again. So is one whose answers stay one line behind (it never answered one line, a
+  partial line, say): after :data:`UNANSWERED_MOST` turns in a row that each got only a late
+  answer, it is started again, in step.
 - What the program writes to stderr while a turn waits for its answer (up to the answer and
   what is already written when it comes) is that move's debug text: sent with the move
   (``submitMove(debug:)``, its first 4096 bytes) and shown to the bot's owner alone, in the
@@ -100,6 +102,10 @@ class LineBot(Bot):
         self._owed = 0
         #: whether the program's stdout has closed (it exited, or will)
         self._out_closed = False
+        #: whether the last wait for an answer dropped a late one
+        self._dropped_late = False
+        #: turns in a row that got only a late answer (the program may be a line behind)
+        self._behind = 0
         self._first_restart = first_restart
         self._most_restart = most_restart
         self._restarts = 0
@@ -136,6 +142,7 @@ class LineBot(Bot):
         self._lines.clear()
         self._owed = 0
         self._out_closed = False
+        self._behind = 0
         log.info("started %s (pid %d)", self.command, process.pid)
 
     def _gone(self) -> None:
@@ -223,6 +230,7 @@ class LineBot(Bot):
     def _answer(self, until: float) -> bytes | None:
         """The answer to the line written last (answers owed to earlier lines, late ones, are
         read and dropped); None when ``until`` passes first. Raises :class:`ProgramExited`."""
+        self._dropped_late = False
         while True:
             while self._lines:
                 line = self._lines.popleft()
@@ -231,6 +239,7 @@ class LineBot(Bot):
                 self._owed -= 1
                 if self._owed > 0:
                     log.warning("%s answered late (after its move clock): %s: dropped", self.command, _shown(line))
+                    self._dropped_late = True
                     continue
                 self._drain(0)  # what it wrote to stderr before its answer belongs with it
                 return line
@@ -299,7 +308,14 @@ class LineBot(Bot):
                     continue  # the turn again, to the new process, if the clock allows
                 debug = self._take_debug(match.id)
                 if line is None:
+                    self._behind = self._behind + 1 if self._dropped_late else 0
+                    if self._behind >= UNANSWERED_MOST:  # each answer one line behind: start it again, in step
+                        log.error("%s answered only late %d turns in a row (one line behind, a partial line say): "
+                                  "it is started again", self.command, self._behind)
+                        _signal(self._process, signal.SIGKILL)
+                        self._gone()
                     raise TimeoutError(f"{self.command} did not answer within the move clock")
+                self._behind = 0
                 self._restarts = 0  # it answers: a later exit backs off from the start again
                 try:
                     return Decision(_move_of(line), debug)

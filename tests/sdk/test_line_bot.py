@@ -252,3 +252,26 @@ def test_closing_while_a_restart_waits_starts_no_program_again(tmp_path):
     assert not thread.is_alive()
     assert bot._process is None, "a program was started after the runner stopped"
     assert isinstance(outcome[0], RuntimeError)
+
+
+def test_a_program_left_one_answer_behind_by_a_partial_line_is_started_again(tmp_path):
+    # its first answer is a partial line, which its next answer completes: from then on each
+    # of its answers arrives while the SDK still counts the one line it never answered, so it
+    # is dropped as late; after a few such turns the program is started again, in step
+    marker = tmp_path / "partial"
+    bot = program(
+        tmp_path,
+        f"if not os.path.exists({str(marker)!r}):\n"
+        f"    open({str(marker)!r}, 'w').close(); sys.stdout.write('{{\"bid\": '); sys.stdout.flush(); continue\n"
+        + FIRST_LEGAL,
+    )
+    try:
+        decided = []
+        for n in range(UNANSWERED_MOST + 3):
+            try:
+                decided.append(bot.decide(a_turn(version=n), time.monotonic() + 0.5).move)
+            except TimeoutError:
+                decided.append(None)
+        assert decided[-1] == Move(bid=0), decided
+    finally:
+        bot.close()
