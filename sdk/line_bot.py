@@ -66,6 +66,9 @@ UNANSWERED_MOST = 3
 STDERR_KEPT_BYTES = 64 * 1024
 #: the longest line read from the program (a longer one is a wrong answer)
 LINE_MAX_BYTES = 1 << 20
+#: complete stdout lines kept not yet taken, in bytes: past it, more lines are read and dropped
+#: (a program that floods stdout is not buffered without bound)
+LINES_KEPT_BYTES = 2 * LINE_MAX_BYTES
 #: time the program is given to exit when the runner stops, before it is killed
 EXIT_GRACE_SECONDS = 2.0
 
@@ -96,6 +99,8 @@ class LineBot(Bot):
         self._partial = bytearray()
         #: complete stdout lines not yet taken
         self._lines: deque[bytes] = deque()
+        #: the bytes of ``_lines``
+        self._lines_bytes = 0
         #: stderr read since the current turn was written
         self._stderr = bytearray()
         #: lines written to this process whose answers have not been read yet
@@ -140,6 +145,7 @@ class LineBot(Bot):
         self._process, self._selector = process, selector
         self._partial = bytearray()
         self._lines.clear()
+        self._lines_bytes = 0
         self._owed = 0
         self._out_closed = False
         self._behind = 0
@@ -211,7 +217,15 @@ class LineBot(Bot):
                 continue
             self._partial += chunk
             *complete, rest = self._partial.split(b"\n")
-            self._lines.extend(bytes(line) for line in complete)
+            dropped = 0
+            for line in complete:
+                if self._lines_bytes + len(line) > LINES_KEPT_BYTES:
+                    dropped += 1
+                    continue
+                self._lines.append(bytes(line))
+                self._lines_bytes += len(line)
+            if dropped:
+                log.warning("%s wrote more lines than it was asked for: %d dropped", self.command, dropped)
             self._partial = rest[-LINE_MAX_BYTES:]  # a longer line is cut, so no answer
 
     def _write(self, message: dict[str, Any]) -> None:
@@ -234,6 +248,7 @@ class LineBot(Bot):
         while True:
             while self._lines:
                 line = self._lines.popleft()
+                self._lines_bytes -= len(line)
                 if not line.strip():
                     continue  # blank lines are no answers
                 self._owed -= 1

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from sdk import line_bot
 from sdk.bot import DEBUG_MAX_BYTES, Decision
 from sdk.client import Match
 from sdk.line_bot import ANSWERS_PER_TURN, EXIT_GRACE_SECONDS, UNANSWERED_MOST, LineBot
@@ -273,5 +274,26 @@ def test_a_program_left_one_answer_behind_by_a_partial_line_is_started_again(tmp
             except TimeoutError:
                 decided.append(None)
         assert decided[-1] == Move(bid=0), decided
+    finally:
+        bot.close()
+
+
+def test_a_program_that_floods_stdout_is_not_buffered_without_bound(tmp_path, monkeypatch):
+    # after its first answer it writes lines without end: the SDK keeps no more of them than
+    # it takes (past a bound, lines are dropped), however many turns pass
+    bot = program(
+        tmp_path,
+        "import threading\n"
+        "threading.Thread(target=lambda: [print('x' * 100) for _ in iter(int, 1)], daemon=True).start()\n"
+        + FIRST_LEGAL,
+    )
+    try:
+        monkeypatch.setattr(line_bot, "LINES_KEPT_BYTES", 1 << 16)
+        for n in range(20):
+            try:
+                bot.decide(a_turn(version=n), time.monotonic() + 0.5)
+            except (TimeoutError, RuntimeError):
+                pass
+            assert sum(map(len, bot._lines)) <= 1 << 16, (n, len(bot._lines))
     finally:
         bot.close()
