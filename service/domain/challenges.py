@@ -57,6 +57,8 @@ MAX_REASON = 200
 #: how long after the last accept the workers' clock makes the match itself, should the
 #: process that took that accept not have made it (it died in between)
 START_GRACE_MS = 5_000
+#: how long after the clock failed to bring a challenge up to date it tries again
+SWEEP_RETRY_MS = 30_000
 
 
 @dataclass(slots=True)
@@ -310,6 +312,9 @@ class ChallengeService:
                 raise  # the clock says so once, and goes round again
             except Exception:  # one challenge's trouble holds up neither the others nor the clock
                 log.exception("challenge %s: the clock could not bring it up to date", challenge_id)
+                # looked at again later: left at its old time, it would stay among the first
+                # `limit` due, and enough such would keep the others from ever being looked at
+                await self.store.due_again(challenge_id, now_ms() + SWEEP_RETRY_MS)
             handled += 1
         return handled
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -348,3 +349,27 @@ def test_a_policy_set_while_a_challenge_is_made_refuses_it(api: Any, services: A
     # withdrawn: not OPEN, so it holds no place of the challenger's limit
     [made] = involving(api, a, a_id)
     assert read(api, made)["status"] == "CANCELLED"
+
+
+def test_a_challenge_the_clock_cannot_handle_is_tried_again_later_not_first_each_round(
+        api: Any, services: Any, redis_client: Any) -> None:
+    """Left at its old due time, a challenge whose handling fails would stay among the first
+    the clock takes each round; enough such would starve the others."""
+    (a, _), (_, b_id), (_, c_id) = api.register(), api.register(), api.register()
+    made = challenge(api, a, [b_id, c_id])
+    redis_client.zadd(CHALLENGES_DUE, {made["id"]: 1})
+
+    async def work() -> None:
+        try:
+            svc = services.challenges
+
+            async def fails(challenge_id: str) -> None:
+                raise RuntimeError("cannot")
+
+            svc._sweep_one = fails
+            await svc.sweep(limit=1)  # (it is the first due: due since 1 ms after the epoch)
+        finally:
+            await services.close()
+
+    asyncio.run(work())
+    assert redis_client.zscore(CHALLENGES_DUE, made["id"]) > time.time() * 1000
