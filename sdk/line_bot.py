@@ -21,7 +21,9 @@ The protocol (README, "Bots in any language"):
   server makes the move; the program's late answer, when it comes, is read and dropped (the
   SDK counts the lines it is owed, so a late answer is never taken for the next turn's). A
   program owing answers to :data:`UNANSWERED_MOST` lines is taken for hung: it is killed and
-  started again.
+  started again. So is one whose answers stay one line behind (it never answered one line, a
+  partial line, say): after :data:`UNANSWERED_MOST` turns in a row that each got only a late
+  answer, it is started again, in step.
 - What the program writes to stderr while a turn waits for its answer (up to the answer and
   what is already written when it comes) is that move's debug text: sent with the move
   (``submitMove(debug:)``, its first 4096 bytes) and shown to the bot's owner alone, in the
@@ -64,6 +66,9 @@ UNANSWERED_MOST = 3
 STDERR_KEPT_BYTES = 64 * 1024
 #: the longest line read from the program (a longer one is a wrong answer)
 LINE_MAX_BYTES = 1 << 20
+#: complete stdout lines kept not yet taken, in bytes: past it, more lines are read and dropped
+#: (a program that floods stdout is not buffered without bound)
+LINES_KEPT_BYTES = 2 * LINE_MAX_BYTES
 #: time the program is given to exit when the runner stops, before it is killed
 EXIT_GRACE_SECONDS = 2.0
 
@@ -94,12 +99,18 @@ class LineBot(Bot):
         self._partial = bytearray()
         #: complete stdout lines not yet taken
         self._lines: deque[bytes] = deque()
+        #: the bytes of ``_lines``
+        self._lines_bytes = 0
         #: stderr read since the current turn was written
         self._stderr = bytearray()
         #: lines written to this process whose answers have not been read yet
         self._owed = 0
         #: whether the program's stdout has closed (it exited, or will)
         self._out_closed = False
+        #: whether the last wait for an answer dropped a late one
+        self._dropped_late = False
+        #: turns in a row that got only a late answer (the program may be a line behind)
+        self._behind = 0
         self._first_restart = first_restart
         self._most_restart = most_restart
         self._restarts = 0
@@ -134,15 +145,21 @@ class LineBot(Bot):
         self._process, self._selector = process, selector
         self._partial = bytearray()
         self._lines.clear()
+        self._lines_bytes = 0
         self._owed = 0
         self._out_closed = False
+        self._behind = 0
         log.info("started %s (pid %d)", self.command, process.pid)
 
     def _gone(self) -> None:
         """The program exited: note it, and when it may be started again."""
         process = self._process
         assert process is not None
-        code = process.wait()
+        try:  # its stdout closed: it exits, or (stdout closed by itself) it is stopped
+            code = process.wait(EXIT_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            _signal(process, signal.SIGKILL)
+            code = process.wait()
         self._drain(0)
         self._flush_stderr("as it exited")
         self._release()
@@ -200,7 +217,15 @@ class LineBot(Bot):
                 continue
             self._partial += chunk
             *complete, rest = self._partial.split(b"\n")
-            self._lines.extend(bytes(line) for line in complete)
+            dropped = 0
+            for line in complete:
+                if self._lines_bytes + len(line) > LINES_KEPT_BYTES:
+                    dropped += 1
+                    continue
+                self._lines.append(bytes(line))
+                self._lines_bytes += len(line)
+            if dropped:
+                log.warning("%s wrote more lines than it was asked for: %d dropped", self.command, dropped)
             self._partial = rest[-LINE_MAX_BYTES:]  # a longer line is cut, so no answer
 
     def _write(self, message: dict[str, Any]) -> None:
@@ -219,14 +244,17 @@ class LineBot(Bot):
     def _answer(self, until: float) -> bytes | None:
         """The answer to the line written last (answers owed to earlier lines, late ones, are
         read and dropped); None when ``until`` passes first. Raises :class:`ProgramExited`."""
+        self._dropped_late = False
         while True:
             while self._lines:
                 line = self._lines.popleft()
+                self._lines_bytes -= len(line)
                 if not line.strip():
                     continue  # blank lines are no answers
                 self._owed -= 1
                 if self._owed > 0:
                     log.warning("%s answered late (after its move clock): %s: dropped", self.command, _shown(line))
+                    self._dropped_late = True
                     continue
                 self._drain(0)  # what it wrote to stderr before its answer belongs with it
                 return line
@@ -275,7 +303,11 @@ class LineBot(Bot):
                         raise TimeoutError(f"{self.command} is started again only after the move clock")
                     if wait > 0:
                         time.sleep(wait)
+                        continue  # (the runner may have stopped meanwhile: seen at the top)
                     self._start()
+                    if self._closed:  # stopped as it started: close() saw no program to stop
+                        self.close()
+                        continue
                 self._drain(0)
                 self._flush_stderr("between turns")
                 if self._owed >= UNANSWERED_MOST:
@@ -291,7 +323,14 @@ class LineBot(Bot):
                     continue  # the turn again, to the new process, if the clock allows
                 debug = self._take_debug(match.id)
                 if line is None:
+                    self._behind = self._behind + 1 if self._dropped_late else 0
+                    if self._behind >= UNANSWERED_MOST:  # each answer one line behind: start it again, in step
+                        log.error("%s answered only late %d turns in a row (one line behind, a partial line say): "
+                                  "it is started again", self.command, self._behind)
+                        _signal(self._process, signal.SIGKILL)
+                        self._gone()
                     raise TimeoutError(f"{self.command} did not answer within the move clock")
+                self._behind = 0
                 self._restarts = 0  # it answers: a later exit backs off from the start again
                 try:
                     return Decision(_move_of(line), debug)

@@ -57,6 +57,8 @@ MAX_REASON = 200
 #: how long after the last accept the workers' clock makes the match itself, should the
 #: process that took that accept not have made it (it died in between)
 START_GRACE_MS = 5_000
+#: how long after the clock failed to bring a challenge up to date it tries again
+SWEEP_RETRY_MS = 30_000
 
 
 @dataclass(slots=True)
@@ -120,14 +122,7 @@ class ChallengeService:
                 raise NotFound(f"no bot with id {bot_id!r}: challenge registered bots by their ids (house bots take "
                                "no challenges: seat them with createMatch and addHouseBot)")
         await refuse_retired(self.bots, [caller.bot_id, *named], "make or take challenges")
-        policies = await self.bots.challenge_policies(named)
-        for bot_id in named:
-            if policies[bot_id].refuses(spec.rated):
-                what = "rated challenges" if policies[bot_id] is ChallengePolicy.REFUSE_RATED else "all challenges"
-                raise ChallengeRefused(
-                    f"bot {found[bot_id]['name']} ({bot_id}) refuses {what} (its challenge policy is "
-                    f"{policies[bot_id].value}): leave it out" + (", or make the match unrated" if spec.rated else "")
-                )
+        await self._refuse_if_a_policy_refuses(named, found, spec.rated)
         await self._refuse_if_seated_too_often(caller.bot_id)
         created = now_ms()
         challenge = Challenge(
@@ -145,8 +140,26 @@ class ChallengeService:
                 "still open (they count together): fill or cancel some, or wait until the first ends",
                 retryAfterSeconds=max(0.001, round((full.until_ms - now_ms()) / 1000, 3)),
             ) from None
+        try:
+            # a policy set while it was being made (after the check above) refuses it too: it
+            # is withdrawn at once (unless a named bot answered it meanwhile: then it stands)
+            await self._refuse_if_a_policy_refuses(named, found, spec.rated)
+        except ChallengeRefused:
+            if await self._commit(challenge, challenge.closed(ChallengeStatus.CANCELLED, now_ms()), caller.bot_id):
+                raise
         log.info("challenge %s made by %s", challenge.id, caller.name)
         return challenge
+
+    async def _refuse_if_a_policy_refuses(self, named: list[str], found: dict[str, dict[str, str]], rated: bool) -> None:
+        """Raises ChallengeRefused when a named bot's challenge policy refuses the challenge."""
+        policies = await self.bots.challenge_policies(named)
+        for bot_id in named:
+            if policies[bot_id].refuses(rated):
+                what = "rated challenges" if policies[bot_id] is ChallengePolicy.REFUSE_RATED else "all challenges"
+                raise ChallengeRefused(
+                    f"bot {found[bot_id]['name']} ({bot_id}) refuses {what} (its challenge policy is "
+                    f"{policies[bot_id].value}): leave it out" + (", or make the match unrated" if rated else "")
+                )
 
     async def _refuse_if_seated_too_often(self, bot_id: str) -> None:
         if await self.bots.count_open_matches(bot_id) >= self.settings.open_matches_per_bot:
@@ -299,6 +312,9 @@ class ChallengeService:
                 raise  # the clock says so once, and goes round again
             except Exception:  # one challenge's trouble holds up neither the others nor the clock
                 log.exception("challenge %s: the clock could not bring it up to date", challenge_id)
+                # looked at again later: left at its old time, it would stay among the first
+                # `limit` due, and enough such would keep the others from ever being looked at
+                await self.store.due_again(challenge_id, now_ms() + SWEEP_RETRY_MS)
             handled += 1
         return handled
 

@@ -161,5 +161,9 @@ class ChallengeStore:
     async def due(self, now_ms: int, count: int) -> list[str]:
         return [c.decode() for c in await self.redis.zrangebyscore(CHALLENGES_DUE, "-inf", now_ms, 0, count)]
 
+    async def due_again(self, challenge_id: str, at_ms: int) -> None:
+        """The challenge, if still due, is looked at again at ``at_ms`` (not before)."""
+        await self.redis.zadd(CHALLENGES_DUE, {challenge_id: at_ms}, xx=True)
+
     async def not_due(self, challenge_id: str) -> None:
         await self.redis.zrem(CHALLENGES_DUE, challenge_id)

@@ -18,7 +18,6 @@ from typing import Any
 
 import orjson
 from sqlalchemy import Select, Text, select
-from sqlalchemy.dialects.postgresql import JSONB
 
 from service.model.live_match import put_debug
 from service.store.archive import Archive, match_seats, matches
@@ -39,11 +38,12 @@ class RecordFilter:
 
 def bot_records_query(bot_id: str, where: RecordFilter, with_debug: bool = False) -> Select[Any]:
     """The ids and records (as JSON text) of the finished matches ``bot_id`` sat in, newest first;
-    ``with_debug``: with the bot's seat and the match's debug texts (JSON text, None: none)."""
+    ``with_debug``: with the bot's seat and the match's live part (JSON text, which holds its
+    debug texts; read as text: a debug text may hold a NUL, which Postgres's jsonb refuses)."""
     seats = match_seats.c
     columns: list[Any] = [seats.match_id, matches.c.record.cast(Text).label("record")]
     if with_debug:
-        columns += [seats.seat, matches.c.live.cast(JSONB)["debug"].cast(Text).label("debug")]
+        columns += [seats.seat, matches.c.live]
     query = (
         select(*columns)
         .select_from(match_seats.join(matches, matches.c.id == seats.match_id))
@@ -79,7 +79,7 @@ async def bot_records(
                 lines = []
                 for match_id, record, *own in rows:
                     if match_id != previous:
-                        lines.append(_with_debug(record, *own) if own and own[1] is not None else record.encode())
+                        lines.append(_with_debug(record, *own) if own else record.encode())
                         previous = match_id
                 if lines:
                     lines.append(b"")
@@ -88,11 +88,14 @@ async def bot_records(
             await result.close()
 
 
-def _with_debug(record: str, seat: int, debug: str) -> bytes:
-    """The record (JSON text) with the debug texts (JSON text of the live part's ``debug``) of ``seat``'s moves."""
+def _with_debug(record: str, seat: int, live: str) -> bytes:
+    """The record (JSON text) with the debug texts (in the live part, JSON text) of ``seat``'s moves."""
+    debug = orjson.loads(live).get("debug")
+    if not debug:
+        return record.encode()
     parsed = orjson.loads(record)
     notes = parsed.get("moveNotes")
     if notes is None:
         return record.encode()
-    put_debug(notes, orjson.loads(debug), {seat})
+    put_debug(notes, debug, {seat})
     return orjson.dumps(parsed)

@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from sdk import line_bot
 from sdk.bot import DEBUG_MAX_BYTES, Decision
 from sdk.client import Match
 from sdk.line_bot import ANSWERS_PER_TURN, EXIT_GRACE_SECONDS, UNANSWERED_MOST, LineBot
@@ -206,3 +208,92 @@ def test_closing_ends_the_program_by_closing_its_stdin(tmp_path):
     bot.close()
     assert process.poll() == 0  # it read to the end of its input and exited by itself
     assert time.monotonic() - started < EXIT_GRACE_SECONDS
+
+
+def test_a_program_that_closes_its_stdout_but_lives_on_does_not_hold_the_runner(tmp_path):
+    # its stdout's end reads as an exit; waiting for the exit must not wait for ever: the
+    # program is stopped, the turn given up at the move clock
+    bot = program(tmp_path, "os.close(1); time.sleep(60)")
+    try:
+        process = bot._process
+        assert process is not None
+        outcome: list[BaseException | Decision] = []
+        thread = threading.Thread(target=lambda: outcome.append(_decided(bot)), daemon=True)
+        thread.start()
+        thread.join(10)
+        assert not thread.is_alive(), "decide() still waits for a program that will not exit"
+        assert process.poll() is not None  # stopped, not left behind
+    finally:
+        bot.close()
+
+
+def _decided(bot: LineBot, seconds: float = 1) -> BaseException | Decision:
+    try:
+        return bot.decide(a_turn(), time.monotonic() + seconds)
+    except (TimeoutError, RuntimeError) as e:
+        return e
+
+
+def test_closing_while_a_restart_waits_starts_no_program_again(tmp_path):
+    # the program dies on its turn; the runner stops during the back-off before its restart
+    marker = tmp_path / "crashed"
+    bot = program(
+        tmp_path,
+        f"if not os.path.exists({str(marker)!r}):\n    open({str(marker)!r}, 'w').close(); sys.exit(3)\n" + FIRST_LEGAL,
+    )
+    bot._first_restart = 1.0
+    outcome: list[BaseException | Decision] = []
+    thread = threading.Thread(target=lambda: outcome.append(_decided(bot, 5)), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 5
+    while bot._process is not None and time.monotonic() < deadline:  # it died: the back-off runs
+        time.sleep(0.01)
+    bot.close()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert bot._process is None, "a program was started after the runner stopped"
+    assert isinstance(outcome[0], RuntimeError)
+
+
+def test_a_program_left_one_answer_behind_by_a_partial_line_is_started_again(tmp_path):
+    # its first answer is a partial line, which its next answer completes: from then on each
+    # of its answers arrives while the SDK still counts the one line it never answered, so it
+    # is dropped as late; after a few such turns the program is started again, in step
+    marker = tmp_path / "partial"
+    bot = program(
+        tmp_path,
+        f"if not os.path.exists({str(marker)!r}):\n"
+        f"    open({str(marker)!r}, 'w').close(); sys.stdout.write('{{\"bid\": '); sys.stdout.flush(); continue\n"
+        + FIRST_LEGAL,
+    )
+    try:
+        decided = []
+        for n in range(UNANSWERED_MOST + 3):
+            try:
+                decided.append(bot.decide(a_turn(version=n), time.monotonic() + 0.5).move)
+            except TimeoutError:
+                decided.append(None)
+        assert decided[-1] == Move(bid=0), decided
+    finally:
+        bot.close()
+
+
+def test_a_program_that_floods_stdout_is_not_buffered_without_bound(tmp_path, monkeypatch):
+    # after its first answer it writes lines without end: the SDK keeps no more of them than
+    # it takes (past a bound, lines are dropped), however many turns pass
+    bot = program(
+        tmp_path,
+        "import threading\n"
+        "threading.Thread(target=lambda: [print('x' * 100) for _ in iter(int, 1)], daemon=True).start()\n"
+        + FIRST_LEGAL,
+    )
+    try:
+        monkeypatch.setattr(line_bot, "LINES_KEPT_BYTES", 1 << 16)
+        for n in range(20):
+            try:
+                bot.decide(a_turn(version=n), time.monotonic() + 0.5)
+            except (TimeoutError, RuntimeError):
+                pass
+            assert sum(map(len, bot._lines)) <= 1 << 16, (n, len(bot._lines))
+    finally:
+        bot.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,7 +20,10 @@ from typing import Any
 
 import pytest
 
-from service.model.challenge import ChallengeAnswer
+from service.domain.challenges import NewChallenge
+from service.domain.matches import Caller
+from service.errors import ChallengeRefused
+from service.model.challenge import ChallengeAnswer, ChallengePolicy
 from service.store.keys import CHALLENGES_DUE, bot_invited_channel
 from tests.service.arena_client import Process, wait_for_subscription, wait_until
 from tests.service.test_rest_api import ok, rest
@@ -317,3 +321,55 @@ def test_a_match_its_accepting_process_did_not_make_is_made_by_the_clock_once(ap
     assert final["status"] == "ACCEPTED" and final["match"]["status"] == "ACTIVE"
     assert sorted(s["bot"]["id"] for s in final["match"]["seats"]) == sorted([a_id, b_id, c_id])
     assert redis_client.zscore(CHALLENGES_DUE, made["id"]) is None  # no longer due
+
+
+def test_a_policy_set_while_a_challenge_is_made_refuses_it(api: Any, services: Any) -> None:
+    """The named bot sets REFUSE_ALL after the challenge's check of its policy and before the
+    challenge is stored: the challenge is refused all the same, and withdrawn (none stays OPEN)."""
+    (a, a_id), (_, b_id), (_, c_id) = api.register(), api.register(), api.register()
+
+    async def work() -> str:
+        try:
+            svc = services.challenges
+            store_create = svc.store.create
+
+            async def create_as_b_refuses(*args: Any, **kwargs: Any) -> None:
+                await svc.bots.set_challenge_policy(b_id, ChallengePolicy.REFUSE_ALL)  # the racing change
+                await store_create(*args, **kwargs)
+
+            svc.store.create = create_as_b_refuses
+            caller = Caller(a_id, "a")
+            with pytest.raises(ChallengeRefused, match="REFUSE_ALL"):
+                await svc.create(caller, NewChallenge(bots=[b_id, c_id], ruleset="WIZARD_JUNIOR", players=3))
+            return "refused"
+        finally:
+            await services.close()
+
+    assert asyncio.run(work()) == "refused"
+    # withdrawn: not OPEN, so it holds no place of the challenger's limit
+    [made] = involving(api, a, a_id)
+    assert read(api, made)["status"] == "CANCELLED"
+
+
+def test_a_challenge_the_clock_cannot_handle_is_tried_again_later_not_first_each_round(
+        api: Any, services: Any, redis_client: Any) -> None:
+    """Left at its old due time, a challenge whose handling fails would stay among the first
+    the clock takes each round; enough such would starve the others."""
+    (a, _), (_, b_id), (_, c_id) = api.register(), api.register(), api.register()
+    made = challenge(api, a, [b_id, c_id])
+    redis_client.zadd(CHALLENGES_DUE, {made["id"]: 1})
+
+    async def work() -> None:
+        try:
+            svc = services.challenges
+
+            async def fails(challenge_id: str) -> None:
+                raise RuntimeError("cannot")
+
+            svc._sweep_one = fails
+            await svc.sweep(limit=1)  # (it is the first due: due since 1 ms after the epoch)
+        finally:
+            await services.close()
+
+    asyncio.run(work())
+    assert redis_client.zscore(CHALLENGES_DUE, made["id"]) > time.time() * 1000

@@ -161,3 +161,30 @@ def test_ten_thousand_records_stream_in_constant_memory(start_api, played, datab
     assert first == []
     newest = exporter.http.get(f"/api/bots/{large}/records").text.splitlines()[0]
     assert json.loads(newest)["matchId"] == f"x-{large}-10000"
+
+
+def test_a_nul_in_another_seats_debug_text_does_not_break_a_bots_own_export(api, played, database_url):
+    """A program may write a NUL to its stderr; its match's stored form keeps it (``\\u0000``,
+    which Postgres's jsonb refuses). The export of another bot of that match, with its token,
+    still answers, with that bot's own debug text and not the other seat's."""
+    token, bot_id = api.register()
+    copy_matches(database_url, played["ids"][0], bot_id, 1)
+    match_id = f"x-{bot_id}-1"
+
+    async def add_debug() -> None:
+        archive = Archive(database_url)
+        try:
+            async with archive.engine.begin() as connection:
+                live = (await connection.execute(text("SELECT live FROM matches WHERE id = :id"), {"id": match_id})).scalar()
+                data = json.loads(live)
+                data["debug"] = [[0, 0, "mine"], [1, 1, "theirs \u0000 nul"]]
+                await connection.execute(text("UPDATE matches SET live = :live WHERE id = :id"),
+                                         {"live": json.dumps(data), "id": match_id})
+        finally:
+            await archive.close()
+
+    asyncio.run(add_debug())
+    response = api.http.get(f"/api/bots/{bot_id}/records", headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 200, response.text
+    [mine] = [json.loads(line) for line in response.text.splitlines()]
+    assert [n.get("debug") for n in mine["moveNotes"][:2]] == ["mine", None]
