@@ -27,7 +27,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
 
-from contract import MOVE_DEBUG_MAX_BYTES
+from contract import MOVE_DEBUG_MAX_BYTES, utf8_prefix
 from wizard import HOUSE_BOTS, MatchView, Move, Phase
 
 if TYPE_CHECKING:
@@ -55,9 +55,7 @@ class Decision:
         if not self.debug:
             object.__setattr__(self, "debug", None)
             return
-        # (a lone surrogate, which no UTF-8 holds and the server refuses, becomes "?")
-        cut = self.debug.encode("utf-8", "replace")[:DEBUG_MAX_BYTES].decode("utf-8", "ignore")
-        object.__setattr__(self, "debug", cut or None)
+        object.__setattr__(self, "debug", utf8_prefix(self.debug, DEBUG_MAX_BYTES) or None)
 
     def then(self, later: Decision) -> Decision:
         """``later``'s move with the debug text of both (a turn answered again after a refusal)."""

@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from contract import MOVE_DEBUG_MAX_BYTES
+from contract import MOVE_DEBUG_MAX_BYTES, utf8_prefix
 from service import logs
 from service.domain.retirement import refuse_retired
 from service.errors import BadInput, Forbidden, LimitExceeded, MatchNotActive, NotFound, ServiceError, StaleVersion
@@ -195,18 +195,6 @@ def check_debug(debug: object) -> None:
             f"debug is {size} bytes (UTF-8); a move keeps at most {MOVE_DEBUG_MAX_BYTES}: send its first "
             f"{MOVE_DEBUG_MAX_BYTES} bytes (the SDK's line bots cut it so)"
         )
-
-
-def utf8_prefix(text: str, most: int) -> str:
-    """The longest start of ``text`` that is at most ``most`` bytes in UTF-8 (no character cut).
-
-    >>> utf8_prefix("naïve", 3), utf8_prefix("naïve", 4)
-    ('na', 'naï')
-    """
-    encoded = text.encode()
-    if len(encoded) <= most:
-        return text
-    return encoded[:most].decode("utf-8", "ignore")
 
 
 class MatchService:
