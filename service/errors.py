@@ -134,7 +134,7 @@ class ChallengeNotOpen(ServiceError):
 
 
 class ChallengeAnswered(ServiceError):
-    """A bot answering a challenge it has answered already (an answer is final)."""
+    """A bot answering a challenge it has answered otherwise already (an answer is final)."""
 
     code = "CHALLENGE_ANSWERED"
     http_status = 409

@@ -319,12 +319,12 @@ OPERATIONS: list[Operation] = [
     Operation(
         "POST", "/api/challenges/{id}/accept", "acceptChallenge", "Accept a challenge", CHALLENGES,
         f"mutation($id: ID!) {{ acceptChallenge(id: $id) {{ {CHALLENGE_FIELDS} }} }}",
-        body="fields", needs_token=True, description="The last seat taken makes the match (`matchId`). An answer is final.",
+        body="fields", needs_token=True, description="The last seat taken makes the match (`matchId`). An answer is final (the same one again changes nothing).",
     ),
     Operation(
         "POST", "/api/challenges/{id}/decline", "declineChallenge", "Decline a challenge", CHALLENGES,
         f"mutation($id: ID!, $reason: String) {{ declineChallenge(id: $id, reason: $reason) {{ {CHALLENGE_FIELDS} }} }}",
-        body="fields", needs_token=True, description="`reason` is shown to the challenger (and to anyone who reads the challenge). An answer is final.",
+        body="fields", needs_token=True, description="`reason` is shown to the challenger (and to anyone who reads the challenge). An answer is final (the same one again changes nothing).",
     ),
     Operation(
         "POST", "/api/challenges/{id}/cancel", "cancelChallenge", "Withdraw your challenge", CHALLENGES,

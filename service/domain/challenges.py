@@ -240,6 +240,8 @@ class ChallengeService:
             if read.named and read.reply_of(caller.bot_id) is None:
                 raise Forbidden(f"challenge {read.id} names other bots: only they may answer it")
             reply = seen.reply_of(caller.bot_id)
+            if reply is not None and reply.answer is answer:
+                return seen  # the same answer again (a retry after a lost reply): the challenge as it is
             if reply is not None and reply.answer is not ChallengeAnswer.PENDING:
                 raise ChallengeAnswered(
                     f"you have {reply.answer.value.lower()} challenge {read.id} already: an answer is final"

@@ -481,7 +481,7 @@ class Mutation:
 
     @strawberry.mutation(
         description="Accepts a challenge that names the caller (or an open one): the last seat taken makes the match, "
-        "which starts at once (status ACCEPTED, `match`). An answer is final."
+        "which starts at once (status ACCEPTED, `match`). An answer is final (the same one again changes nothing)."
     )
     async def accept_challenge(self, info: Ctx, id: strawberry.ID) -> Challenge:
         caller = await info.context.caller()
@@ -489,7 +489,7 @@ class Mutation:
 
     @strawberry.mutation(
         description="Declines a challenge, with an optional reason its challenger sees; one left with too few named "
-        "bots to fill its seats is DECLINED. An answer is final."
+        "bots to fill its seats is DECLINED. An answer is final (the same one again changes nothing)."
     )
     async def decline_challenge(self, info: Ctx, id: strawberry.ID, reason: str | None = None) -> Challenge:
         caller = await info.context.caller()
