@@ -34,21 +34,26 @@ from service.store.ratings import StoredRating
 
 # Store a new table once, count the meetings of its bots with it, and add its matches to those
 # each of its registered bots plays (in all ladders: the cap is per bot), unless that would
-# take one over the cap (-1: the passes of two ladders seated it at once).
+# take one over the cap (-1: the passes of two ladders seated it at once), or one was paused
+# (-2) or retired (-3) since the pass read it.
 # The table is also listed as unstarted, until its first match is created. Each bot's matches
 # of this ladder alone are counted beside (its membership shows them without reading tables).
-# KEYS: tables, meetings, unstarted, then each registered bot's ladder state. ARGV: table id,
+# KEYS: tables, meetings, unstarted, then each registered bot's ladder state, then each one's
+# bot hash (the same order). ARGV: table id,
 # table JSON, its matches, the cap, the ladder's count's field, then each pair (``a|b``).
 STORE_TABLE = """
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 0 end
-for i = 4, #KEYS do
+local bots = (#KEYS - 3) / 2
+for i = 4, 3 + bots do
   local playing = tonumber(redis.call('HGET', KEYS[i], 'playing') or '0')
   if playing + tonumber(ARGV[3]) > tonumber(ARGV[4]) then return -1 end
+  if redis.call('HEXISTS', KEYS[i], 'paused') == 1 then return -2 end
+  if redis.call('HEXISTS', KEYS[i + bots], 'retired') == 1 then return -3 end
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('SADD', KEYS[3], ARGV[1])
 for i = 6, #ARGV do redis.call('HINCRBY', KEYS[2], ARGV[i], 1) end
-for i = 4, #KEYS do
+for i = 4, 3 + bots do
   redis.call('HINCRBY', KEYS[i], 'playing', tonumber(ARGV[3]))
   redis.call('HINCRBY', KEYS[i], ARGV[5], tonumber(ARGV[3]))
 end
@@ -253,12 +258,13 @@ class LadderStore:
     async def store_table(self, ladder: str, table_id: str, table: dict[str, Any], matches: int,
                           bots: Sequence[str], registered: Sequence[str], cap: int) -> bool:
         """Store a new table (once), count its meetings, and add its ``matches`` to those its
-        ``registered`` bots play; False: stored already, or it would take one of them over
-        ``cap`` (another ladder's pass seated it meanwhile)."""
+        ``registered`` bots play; False: stored already, or one of them was paused or retired
+        since the pass read it, or the table would take it over ``cap`` (another ladder's pass
+        seated it meanwhile)."""
         pairs = sorted({"|".join(sorted((a, b))) for a in bots for b in bots if a < b})
         return int(await self._store_table(
             keys=[ladder_tables_key(ladder), ladder_meetings_key(ladder), ladder_unstarted_key(ladder),
-                  *(bot_ladder_state_key(b) for b in registered)],
+                  *(bot_ladder_state_key(b) for b in registered), *(bot_key(b) for b in registered)],
             args=[table_id, json.dumps(table, separators=(",", ":")), matches, cap, _PLAYING_IN + ladder, *pairs],
         )) == 1
 

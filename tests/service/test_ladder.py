@@ -25,6 +25,7 @@ from redis.asyncio import Redis
 from ranking.ratings import elo_deviation_after
 from service.domain.ladders import house_kinds, ladder_standing
 from service.settings import Settings
+from service.store.keys import bot_ladder_state_key
 from service.store.ladders import LadderStore
 from service.store.ratings import StoredRating
 from tests.service.arena_client import Api, Process, wait_until
@@ -467,6 +468,37 @@ def test_the_meetings_a_pass_reads_are_those_of_the_bots_asked_about_with_each_o
             assert await store.meetings_among(ladder, [b, a, d, a]) == {
                 frozenset((a, b)): 2, frozenset((a, d)): 1, frozenset((b, d)): 1}
             assert await store.meetings_among(ladder, [c]) == {}
+        finally:
+            await services.close()
+
+    asyncio.run(run())
+
+
+def test_a_bot_retired_or_paused_after_the_pass_read_it_is_seated_at_no_new_table(services: Any) -> None:
+    """Between a pass's read of its members and the store of a table, a bot may retire or be
+    paused (by another ladder's table ending): the script that stores the table checks both,
+    so the table is not stored and nothing is counted."""
+    ladder = "WIZARD:3"
+
+    async def run() -> None:
+        try:
+            store = services.ladders.store
+            ids = []
+            for i in range(3):
+                _, bot = await services.bots.register(f"late-{os.getpid()}-{time.time_ns()}-{i}",
+                                                      address=f"late-{time.time_ns()}")
+                ids.append(bot["id"])
+            table = {"seats": [{"id": b, "name": b, "house": None} for b in ids], "seed": "late",
+                     "duplicate": False, "created": int(time.time() * 1000)}
+            await services.bots.bots.retire(ids[0])
+            assert not await store.store_table(ladder, f"retired{time.time_ns()}", table, 1, ids, ids, 10)
+            await services.redis.hset(bot_ladder_state_key(ids[1]), mapping={"paused": 1, "reason": "test"})
+            assert not await store.store_table(ladder, f"paused{time.time_ns()}", table, 1, ids[1:], ids[1:], 10)
+            assert [f.playing for f in await store.facts("WIZARD", ids)] == [0, 0, 0]
+            assert await store.meetings_among(ladder, ids) == {}
+            table_id = f"fine{time.time_ns()}"  # (the third, alone with the fourth seat's house bots, is fine)
+            assert await store.store_table(ladder, table_id, table, 1, ids[2:], ids[2:], 10)
+            await store.drop_table(ladder, table_id, 1, ids[2:])
         finally:
             await services.close()
 
