@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import random
 import secrets
+import time
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -53,6 +54,12 @@ log = logging.getLogger("wizard_arena.ladders")
 LOCK_SECONDS = 30.0
 #: a table whose first match is still missing this long after it was stored is dropped
 UNSTARTED_TABLE_MS = 60_000
+#: how long a bot found not paused is taken to be so by this process without asking Redis
+#: again: waiting for a turn (once a move, for a bot that plays) costs no Redis read, and a
+#: pause is lifted at the bot's first wait this long after the last one that asked
+NOT_PAUSED_FOR_S = 5.0
+#: how many such bots a process keeps in mind at most (then it forgets them all and asks anew)
+NOT_PAUSED_KEPT = 100_000
 #: the most members a ladder lists at once (``ladder(first:)``)
 MAX_LISTED_MEMBERS = 1000
 #: who created ladder matches (the settings' ``createdBy``)
@@ -126,6 +133,8 @@ class LadderService:
         self.settings = settings
         #: the house bot kinds every ladder has (ARENA_LADDER_HOUSE_BOTS)
         self.house_kinds = house_kinds(settings.ladder_house_bots)
+        #: bots found not paused, until when (``time.monotonic()``) that is taken as still so
+        self._not_paused: dict[str, float] = {}
 
     # ------------------------------------------------------------------ the API
     @staticmethod
@@ -194,9 +203,16 @@ class LadderService:
         return (houses + bots)[:first]
 
     async def resume(self, bot_id: str) -> None:
-        """The bot answers again (it waits for a turn): a pause is lifted."""
+        """The bot answers again (it waits for a turn): a pause is lifted. Asked of Redis at
+        most once every NOT_PAUSED_FOR_S a bot, so a bot's waits cost no read each."""
+        now = time.monotonic()
+        if self._not_paused.get(bot_id, 0.0) > now:
+            return
         if await self.store.is_paused(bot_id) and await self.store.resume(bot_id):
             log.info("bot %s answers again: its ladder pause is lifted", bot_id)
+        if len(self._not_paused) >= NOT_PAUSED_KEPT:
+            self._not_paused.clear()
+        self._not_paused[bot_id] = now + NOT_PAUSED_FOR_S
 
     # ------------------------------------------------------------------ the workers
     async def ladders(self) -> list[str]:
