@@ -49,6 +49,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from sdk.bot import Bot, Decision
+from sdk.runner import Backoff
 from wizard import Move, WizardError
 
 if TYPE_CHECKING:
@@ -111,9 +112,8 @@ class LineBot(Bot):
         self._dropped_late = False
         #: turns in a row that got only a late answer (the program may be a line behind)
         self._behind = 0
-        self._first_restart = first_restart
-        self._most_restart = most_restart
-        self._restarts = 0
+        #: the wait before starting the program again after an exit (one process: no jitter)
+        self._restart_backoff = Backoff(first_restart, most_restart, jitter=False)
         #: no start before this time.monotonic() (the back-off after an exit)
         self._not_before = 0.0
         #: wrong answers given to each turn, by (match id, version)
@@ -165,8 +165,7 @@ class LineBot(Bot):
         self._release()
         if self._closed:  # stopped by close(): nothing to start again
             return
-        delay = min(self._most_restart, self._first_restart * 2**self._restarts)
-        self._restarts += 1
+        delay = self._restart_backoff.next()
         self._not_before = time.monotonic() + delay
         log.error("%s exited with code %s; starting it again in %.1f s", self.command, code, delay)
 
@@ -331,7 +330,7 @@ class LineBot(Bot):
                         self._gone()
                     raise TimeoutError(f"{self.command} did not answer within the move clock")
                 self._behind = 0
-                self._restarts = 0  # it answers: a later exit backs off from the start again
+                self._restart_backoff.reset()  # it answers: a later exit backs off from the start again
                 try:
                     return Decision(_move_of(line), debug)
                 except ValueError as e:

@@ -69,16 +69,19 @@ CHALLENGE_ANSWERS = ("accept", "decline", "bot")
 
 
 class Backoff:
-    """Waits that double from ``first`` to ``most`` seconds, with jitter so that many bots
-    cut off together do not reconnect together."""
+    """Waits that double from ``first`` to ``most`` seconds, with jitter (unless told not to)
+    so that many bots cut off together do not reconnect together."""
 
-    def __init__(self, first: float = 0.2, most: float = 10.0) -> None:
+    def __init__(self, first: float = 0.2, most: float = 10.0, jitter: bool = True) -> None:
         self.first = first
         self.most = most
+        self.jitter = jitter
         self.failures = 0
 
     def next(self) -> float:
-        delay = min(self.most, self.first * 2**self.failures) * random.uniform(0.5, 1.0)
+        delay = min(self.most, self.first * 2**self.failures)
+        if self.jitter:
+            delay *= random.uniform(0.5, 1.0)
         self.failures += 1
         return delay
 

@@ -241,7 +241,7 @@ def test_closing_while_a_restart_waits_starts_no_program_again(tmp_path):
         tmp_path,
         f"if not os.path.exists({str(marker)!r}):\n    open({str(marker)!r}, 'w').close(); sys.exit(3)\n" + FIRST_LEGAL,
     )
-    bot._first_restart = 1.0
+    bot._restart_backoff.first = 1.0
     outcome: list[BaseException | Decision] = []
     thread = threading.Thread(target=lambda: outcome.append(_decided(bot, 5)), daemon=True)
     thread.start()
