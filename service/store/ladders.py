@@ -197,12 +197,6 @@ class LadderStore:
         rows = await self.redis.zrange(ladder_members_key(ladder), 0, first - 1, withscores=True)
         return [(bot.decode(), int(at)) for bot, at in rows]
 
-    async def pauses(self, bot_ids: Sequence[str]) -> list[Pause | None]:
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for bot_id in bot_ids:
-                pipe.hmget(bot_ladder_state_key(bot_id), ["paused", "reason"])
-            return [_pause(fields) for fields in await pipe.execute()]
-
     # ------------------------------------------------------------------ pairing
     async def lock(self, ladder: str, seconds: float) -> str | None:
         token = secrets.token_hex(8)
