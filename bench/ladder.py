@@ -31,7 +31,7 @@ from typing import Any
 
 from ranking.ladder import LadderBot, LadderTable, pair_ladder
 from ranking.pairing import rotation
-from ranking.ratings import INITIAL_RATING, Fit, fit_scores, kendall_tau
+from ranking.ratings import INITIAL_DEVIATION, INITIAL_RATING, Fit, fit_scores, kendall_tau
 from wizard import HeuristicBot, MatchConfig, RandomBot
 from wizard.bots import HouseBot, play_match
 from wizard.moves import Move
@@ -41,8 +41,6 @@ BOTS = 20
 TABLE = 4
 TARGET_TAU = 0.9
 NEW_BOT_MATCHES = 30
-#: the deviation the ladder gives a bot the fit has not seen yet (Elo scale)
-UNRATED_DEVIATION = 350.0
 
 
 class MixtureBot(HouseBot):
@@ -111,7 +109,7 @@ class Ladder:
 
     def ladder_bots(self) -> list[LadderBot]:
         return [
-            LadderBot(b, self.fit.ratings.get(b, INITIAL_RATING), self.fit.deviations.get(b, UNRATED_DEVIATION), 0)
+            LadderBot(b, self.fit.ratings.get(b, INITIAL_RATING), self.fit.deviations.get(b, INITIAL_DEVIATION), 0)
             for b in self.strengths
         ]
 
