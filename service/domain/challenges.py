@@ -123,7 +123,7 @@ class ChallengeService:
                                "no challenges: seat them with createMatch and addHouseBot)")
         await refuse_retired(self.bots, [caller.bot_id, *named], "make or take challenges")
         await self._refuse_if_a_policy_refuses(named, found, spec.rated)
-        await self._refuse_if_seated_too_often(caller.bot_id)
+        await self.matches.refuse_if_seated_too_often(caller.bot_id)
         created = now_ms()
         challenge = Challenge(
             secrets.token_hex(8), caller.bot_id, caller.name,
@@ -160,11 +160,6 @@ class ChallengeService:
                     f"bot {found[bot_id]['name']} ({bot_id}) refuses {what} (its challenge policy is "
                     f"{policies[bot_id].value}): leave it out" + (", or make the match unrated" if rated else "")
                 )
-
-    async def _refuse_if_seated_too_often(self, bot_id: str) -> None:
-        if await self.bots.count_open_matches(bot_id) >= self.settings.open_matches_per_bot:
-            raise LimitExceeded(f"you already sit in {self.settings.open_matches_per_bot} unfinished matches: finish "
-                                "some first")
 
     # ------------------------------------------------------------------ reading
     async def get(self, challenge_id: str) -> Challenge:
@@ -251,7 +246,7 @@ class ChallengeService:
                 raise ChallengeNotOpen(f"challenge {read.id} is {seen.status.value}: it takes no more answers")
             if answer is ChallengeAnswer.ACCEPTED:
                 await refuse_retired(self.bots, [caller.bot_id], "make or take challenges")
-                await self._refuse_if_seated_too_often(caller.bot_id)
+                await self.matches.refuse_if_seated_too_often(caller.bot_id)
             after = read.answered(caller.bot_id, caller.name, answer, now, reason)
             if await self._commit(read, after, caller.bot_id):
                 if after.status is ChallengeStatus.ACCEPTED:

@@ -330,6 +330,14 @@ class MatchService:
         self._start_house_turns(match)
         return match
 
+    async def refuse_if_seated_too_often(self, bot_id: str) -> None:
+        """LIMIT_EXCEEDED for a bot that sits in as many unfinished matches as it may
+        (``open_matches_per_bot``): joining a match, or accepting a challenge."""
+        if await self.bots.count_open_matches(bot_id) >= self.settings.open_matches_per_bot:
+            raise LimitExceeded(
+                f"you already sit in {self.settings.open_matches_per_bot} unfinished matches: finish some first"
+            )
+
     async def join(self, caller: Caller, match_id: str, seat: int | None) -> LiveMatch:
         """Seat the caller. Idempotent: a bot already seated gets the match as it is (a join
         sent again after a lost answer finds its seat), unless it asks for another seat."""
@@ -337,10 +345,7 @@ class MatchService:
         if seated is not None:
             return seated
         await refuse_retired(self.bots, [caller.bot_id], "join matches")
-        if await self.bots.count_open_matches(caller.bot_id) >= self.settings.open_matches_per_bot:
-            raise LimitExceeded(
-                f"you already sit in {self.settings.open_matches_per_bot} unfinished matches: finish some first"
-            )
+        await self.refuse_if_seated_too_often(caller.bot_id)
         holder = SeatHolder(caller.bot_id, caller.name)
 
         def decide(match: LiveMatch) -> int:
