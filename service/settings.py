@@ -20,7 +20,13 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(
         default=None,
         validation_alias=AliasChoices("REDIS_URL", "ARENA_REDIS_URL"),
-        description="redis:// or unix:// URL of the Redis server; unset: `up` starts an embedded one",
+        description="redis:// or unix:// URL of the Redis server, or of any node of a Redis Cluster (found out by "
+        "itself); unset: `up` starts an embedded one",
+    )
+    queue_url: str | None = Field(
+        default=None,
+        description="redis:// URL of the Redis server that holds the workers' RQ job queue; unset: REDIS_URL (which "
+        "must then be one server: RQ does not run on a Redis Cluster)",
     )
     database_url: str | None = Field(
         default=None,

@@ -22,6 +22,7 @@ from service.health import host_name
 from service.outage import Outage
 from service.settings import Settings
 from service.store.keys import CLOCK_HEARTBEATS
+from service.store.redis_client import open_sync, queue_url
 from worker.clock import JOB_QUEUE, JobQueue, run_clock
 from worker.webhooks import Dispatcher
 
@@ -47,7 +48,7 @@ class ClockThread(threading.Thread):
         self._loop = asyncio.get_running_loop()
         self._stop_event = asyncio.Event()
         services = Services.open(self.settings, role="worker")
-        queue = JobQueue(self.settings.redis_url)  # type: ignore[arg-type]
+        queue = JobQueue(jobs_url(self.settings))
         dispatcher = asyncio.create_task(Dispatcher(services).run(self._stop_event))
         self.ready.set()
         try:
@@ -64,11 +65,18 @@ class ClockThread(threading.Thread):
         self.join(10)
 
 
+def jobs_url(settings: Settings) -> str:
+    """The Redis of RQ's job queue (``ARENA_QUEUE_URL``; by default ``REDIS_URL`` when that is
+    one server)."""
+    assert settings.redis_url, "REDIS_URL is checked before the worker starts"
+    return queue_url(settings.redis_url, settings.queue_url)
+
+
 def run_worker(settings: Settings, burst: bool = False) -> None:
     clock = ClockThread(settings)
     clock.start()
     clock.ready.wait(10)
-    connection = Redis.from_url(settings.redis_url)
+    connection = Redis.from_url(jobs_url(settings))
     try:
         worker = _rq_worker(connection)
         # No RQ scheduler: no job is queued for later (the clock queues work when it is due) nor
@@ -96,12 +104,13 @@ def check_worker(settings: Settings) -> list[str]:
     its RQ worker must be registered in Redis and its clock must have gone round within
     ``ARENA_CLOCK_STALE_SECONDS`` (a clock that died leaves the RQ worker running)."""
     host = host_name()
-    connection = Redis.from_url(settings.redis_url, socket_timeout=3, socket_connect_timeout=3)
+    connection = Redis.from_url(jobs_url(settings), socket_timeout=3, socket_connect_timeout=3)
+    store = open_sync(settings.redis_url, socket_timeout=3, socket_connect_timeout=3)  # type: ignore[arg-type]
     try:
         problems = []
         if not any(worker.hostname == host for worker in Worker.all(connection=connection)):
             problems.append(f"no RQ worker of host {host} is registered in Redis")
-        beat = connection.hget(CLOCK_HEARTBEATS, host)
+        beat = store.hget(CLOCK_HEARTBEATS, host)
         if beat is None:
             problems.append(f"the clock of host {host} has never beaten")
         else:
@@ -114,3 +123,4 @@ def check_worker(settings: Settings) -> list[str]:
         return [f"Redis not reached: {error}"]
     finally:
         connection.close()
+        store.close()

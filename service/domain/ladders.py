@@ -41,6 +41,7 @@ from service.domain.matches import Caller, MatchService
 from service.domain.ratings import RatingService, house_kind_of, kept_deviation
 from service.domain.retirement import refuse_retired
 from service.errors import BadInput
+from service.model.homes import homed_match_id
 from service.model.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder
 from service.settings import Settings
 from service.store.clock import now_ms
@@ -122,7 +123,7 @@ def _house_identity(kind: str) -> str:
 
 def _match_id(ladder: str, table_id: str, turn: int) -> str:
     ruleset, players = ladder.split(":")
-    return f"ladder-{ruleset.lower().replace('_', '-')}-{players}-{table_id}-{turn}"
+    return homed_match_id(f"ladder-{ruleset.lower().replace('_', '-')}-{players}-{table_id}-{turn}")
 
 
 class LadderService:

@@ -29,6 +29,7 @@ from contract import MOVE_DEBUG_MAX_BYTES, utf8_prefix
 from service import logs
 from service.domain.retirement import refuse_retired
 from service.errors import BadInput, Forbidden, LimitExceeded, MatchNotActive, NotFound, ServiceError, StaleVersion
+from service.model.homes import new_match_id
 from service.model.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder, put_debug
 from service.settings import Settings
 from service.store.bots import BotStore
@@ -274,7 +275,7 @@ class MatchService:
             config, timeout, spec.rated, config.stacked, caller.bot_id, created,
             waiting_until_ms=created + s.waiting_match_ttl_seconds * 1000, seed_chosen=spec.seed is not None,
         )
-        match = LiveMatch.new(secrets.token_hex(8), settings, state)
+        match = LiveMatch.new(new_match_id(), settings, state)
         try:
             await self.matches.create(match, waiting_limit=s.waiting_matches_per_bot)
         except WaitingFull as full:

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import cached_property
 
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import Redis
 
 from service.domain.bots import BotService
 from service.domain.challenges import ChallengeService
@@ -36,14 +36,14 @@ from service.store.feed import EventFeed
 from service.store.ladders import LadderStore
 from service.store.matches import MatchStore
 from service.store.ratings import RatingStore
+from service.store.redis_client import open_async
 from service.store.script_line import ScriptLine
 from service.store.tournaments import TournamentStore
 from service.store.webhooks import WebhookStore
 
-#: longest a request waits for a free pooled Redis connection
+#: longest a request waits for a free pooled Redis connection, and a Redis command may take to
+#: answer (no command of the service blocks)
 POOL_WAIT_SECONDS = 10.0
-#: longest a Redis command may take to answer (no command of the service blocks)
-COMMAND_TIMEOUT_SECONDS = 10.0
 
 
 @dataclass
@@ -73,12 +73,8 @@ class Services:
         # A bounded pool: requests beyond it wait their turn for a connection (up to
         # POOL_WAIT_SECONDS) instead of failing with "Too many connections". Nothing holds a
         # pooled connection for long: waiting goes through the feed's connection.
-        pool = BlockingConnectionPool.from_url(
-            settings.redis_url, max_connections=settings.redis_pool_size, timeout=POOL_WAIT_SECONDS,
-            health_check_interval=30, socket_timeout=COMMAND_TIMEOUT_SECONDS,
-            client_name=f"wizard-arena-{role}-{os.getpid()}",
-        )
-        redis = Redis(connection_pool=pool, decode_responses=False)
+        redis = open_async(settings.redis_url, max_connections=settings.redis_pool_size, timeout=POOL_WAIT_SECONDS,
+                           client_name=f"wizard-arena-{role}-{os.getpid()}")
         metrics = metrics or Metrics()
         scripts = ScriptLine(redis)
         archive = Archive(settings.database_url) if settings.database_url else None

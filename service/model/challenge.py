@@ -10,6 +10,8 @@ from enum import Enum
 from random import Random
 from typing import Any
 
+from service.model.homes import homed_match_id
+
 
 class ChallengeStatus(str, Enum):
     #: waiting for answers
@@ -154,7 +156,7 @@ class Challenge:
     def match_id_to_be(self) -> str:
         """The id of the match it makes, fixed by the challenge: making it twice (a process
         died in between, the clock made it again) changes nothing."""
-        return f"c{self.id}"
+        return homed_match_id(f"c{self.id}")
 
     def seating(self, seed: str) -> list[str]:
         """The bots in their seats: the challenger and the accepting bots in an order drawn

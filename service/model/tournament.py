@@ -10,6 +10,7 @@ from enum import Enum
 from typing import Any
 
 from ranking.pairing import rotation
+from service.model.homes import homed_match_id
 from service.model.live_match import SeatHolder
 
 #: entrants of one tournament at most (bots and house bots)
@@ -175,7 +176,7 @@ class Tournament:
         """The ids of a table's matches, fixed by the tournament, the table and the turn, so
         that creating one twice (a worker retried) changes nothing."""
         turns = self.spec.players_per_match if self.spec.duplicate else 1
-        return [f"{self.id}-{table_id}-{turn}" for turn in range(turns)]
+        return [homed_match_id(f"{self.id}-{table_id}-{turn}") for turn in range(turns)]
 
     def all_match_ids(self) -> list[str]:
         """Every match of the tournament so far, oldest table first."""

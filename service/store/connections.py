@@ -7,6 +7,7 @@ import asyncio
 import random
 
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.connection import AbstractConnection
 from redis.maint_notifications import MaintNotificationsConfig
 
@@ -15,10 +16,20 @@ def dedicated_connection(redis: Redis) -> AbstractConnection:
     """A new, unconnected connection made like the pool's (address, TLS, password, name), for
     one reader that owns it: no socket timeout (it would run every write in a task of its own;
     the owner times the answers itself), no health checks, RESP2 and no maintenance
-    notifications (nothing arrives on it but what its owner asked for)."""
-    pool = redis.connection_pool
-    return pool.connection_class(**{
-        **pool.connection_kwargs,
+    notifications (nothing arrives on it but what its owner asked for).
+
+    On a Redis Cluster: to one of its nodes, drawn at random among those the client knows
+    now (a node that failed is gone from them once the client has seen the new layout), so
+    that the readers of many processes spread over the nodes."""
+    if isinstance(redis, RedisCluster):
+        # the nodes the client knows; before its first command, those it was given
+        node = random.choice(redis.get_nodes() or list(redis.nodes_manager.startup_nodes.values()))
+        connection_class, kwargs = node.connection_class, node.connection_kwargs
+    else:
+        pool = redis.connection_pool
+        connection_class, kwargs = pool.connection_class, pool.connection_kwargs
+    return connection_class(**{
+        **kwargs,
         "socket_timeout": None,
         "health_check_interval": 0,
         "protocol": 2,

@@ -82,9 +82,31 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
   ``playing:<ladder>`` (those of one ladder, while it has any: what its memberships show),
   ``timeouts`` (its ladder tables in a row in which it let a move time out), ``paused`` (ms)
   and ``reason`` while it is paused
+
+Homes: on a Redis Cluster every script and transaction must touch one slot, so what the
+service keeps beside a match in one script (its deadline, its place in the settlement queue,
+the live listing, its webhook calls) is sharded into ``HOMES`` homes, each one slot, evenly
+spread over the 16,384 (home ``h`` is slot ``h * 256``). Match ids are drawn so that a match's
+own keys hash to one of those slots (:func:`new_match_id`): a match's keys and its home's are
+in one slot, and its scripts stay whole. A home's keys are ``{<tag>}:deadlines``,
+``{<tag>}:unsettled``, ``{<tag>}:live``, ``{<tag>}:webhook-calls`` (:func:`home_key`); the
+workers' sweepers go over every home. A match whose id is not in a home (one made before
+homes, on one Redis server) uses the unsharded keys named below (``deadlines``, …), which the
+sweepers also cover: on one server, slots do not matter.
 """
 
 from __future__ import annotations
+
+from service.model.homes import HOME_TAGS
+
+
+def home_key(home: int | None, name: str) -> str:
+    """Home ``home``'s key ``name`` (``deadlines``, ``unsettled``, ``live``, ``webhook-calls``);
+    None: the unsharded key of that name (see the module's docstring)."""
+    if home is None:
+        return _UNSHARDED[name]
+    return f"{{{HOME_TAGS[home]}}}:{name}"
+
 
 DEADLINES = "deadlines"
 #: Ended matches not yet settled (ratings, tournament standings), by when they ended.
@@ -101,6 +123,8 @@ CLOCK_HEARTBEATS = "clock:heartbeats"
 WEBHOOK_CALLS = "webhooks:calls"
 #: the consumer group of the dispatchers on WEBHOOK_CALLS
 WEBHOOK_DISPATCHERS = "dispatchers"
+#: a home's keys (home_key) by name, and the unsharded key each stands in for
+_UNSHARDED = {"deadlines": DEADLINES, "unsettled": UNSETTLED, "live": LIVE_MATCHES, "webhook-calls": WEBHOOK_CALLS}
 
 
 def webhook_sent_key(match_id: str, version: int, seat: int, kind: str) -> str:

@@ -43,6 +43,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from service.store.connections import dedicated_connection
+from service.store.redis_client import clustered
 
 #: answers that fail their own call only (redis-py raises LOADING as a connection error)
 _CALL_ERRORS = (ResponseError, BusyLoadingError)
@@ -81,6 +82,7 @@ class ScriptLine:
     def __init__(self, redis: Redis, timeout: float = 10.0) -> None:
         self._redis = redis
         self._timeout = timeout
+        self._direct = clustered(redis)
         #: the line in use; a line that breaks is dropped from here at once
         self._line: _Line | None = None
         #: the connection being opened, shared by every call that needs it meanwhile
@@ -88,7 +90,10 @@ class ScriptLine:
         self._closed = False
 
     async def run(self, script: AsyncScript, keys: list[Any], args: list[Any]) -> Any:
-        """``EVALSHA`` of ``script``: its answer, or the error Redis answered."""
+        """``EVALSHA`` of ``script``: its answer, or the error Redis answered. On a Redis
+        Cluster the script goes through the cluster client, to the node of its keys' slot."""
+        if self._direct:
+            return await script(keys=keys, args=args)
         try:
             return await self._call(hiredis.pack_command(("EVALSHA", script.sha, len(keys), *keys, *args)))
         except NoScriptError:

@@ -6,7 +6,6 @@ needs nothing else. Some drive the service's own classes in the test's process i
 from __future__ import annotations
 
 import os
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,12 +14,15 @@ import pytest
 import redis
 
 from service.domain.services import Services
+from service.model.homes import new_match_id
 from service.model.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder
 from service.settings import Settings
 from service.store.archive import migrate
 from service.store.clock import now_ms
+from service.store.embedded_cluster import EmbeddedCluster
 from service.store.embedded_postgres import EmbeddedPostgres
 from service.store.embedded_redis import EmbeddedRedis
+from service.store.redis_client import open_sync
 from tests.service.arena_client import Api, Process, free_port
 from wizard import MatchConfig, new_match
 
@@ -44,9 +46,27 @@ def embedded_redis_url(folder: Path) -> Iterator[str]:
     server.stop()
 
 
+#: ``ARENA_TEST_REDIS=cluster`` runs the service tests on a Redis Cluster of 3 masters with a
+#: replica each (``make test`` runs the cluster's share of them so, as well as on one server)
+ON_CLUSTER = os.environ.get("ARENA_TEST_REDIS") == "cluster"
+
+
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    yield from embedded_redis_url(tmp_path_factory.mktemp("redis"))
+    if not ON_CLUSTER:
+        yield from embedded_redis_url(tmp_path_factory.mktemp("redis"))
+        return
+    cluster = EmbeddedCluster(tmp_path_factory.mktemp("cluster"), masters=3, replicas=1)
+    url = cluster.start()
+    # RQ's queue cannot live on a cluster: a Redis server of its own (ARENA_QUEUE_URL), for
+    # every process the tests start
+    queue = EmbeddedRedis(tmp_path_factory.mktemp("queue"), appendonly=False)
+    os.environ["ARENA_QUEUE_URL"] = queue.start()
+    try:
+        yield url
+    finally:
+        queue.stop()
+        cluster.stop()
 
 
 def embedded_database_url(folder: Path) -> Iterator[str]:
@@ -68,7 +88,7 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture
 def redis_client(redis_url: str) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_url)
+    client = open_sync(redis_url)
     yield client
     client.close()
 
@@ -134,7 +154,7 @@ def live_match(players: int = 3, ruleset: str = "WIZARD", variants: tuple[str, .
     """A new LiveMatch (no seat taken), dealt from a fixed seed."""
     config = MatchConfig.create(ruleset, players, variants, first_dealer=first_dealer, deals=deals)
     settings = MatchSettings(config, timeout_ms, False, deals is not None, "creator", 0, tournament=tournament)
-    return LiveMatch.new(match_id or f"lm-{secrets.token_hex(6)}", settings, new_match(config, "live-match"))
+    return LiveMatch.new(match_id or new_match_id(), settings, new_match(config, "live-match"))
 
 
 def first_action(match: LiveMatch) -> tuple[int, int]:

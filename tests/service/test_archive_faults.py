@@ -28,6 +28,7 @@ from service.domain.archiving import tournament_standings
 from service.domain.matches import Caller
 from service.domain.services import Services
 from service.domain.tournaments import NewTournament
+from service.model.homes import homed_match_id
 from service.model.live_match import LiveMatch, MatchSettings
 from service.settings import Settings
 from service.store.archive import Archive, match_rounds, match_seats, matches, migrate, tournaments
@@ -80,7 +81,7 @@ async def ended_tournament_match(services: Any) -> tuple[str, str]:
     ))
     assert await services.tournaments.advance(t.id)  # started: its table and match made
     await services.matches.drain()  # the house bots play it to the end
-    match_id = f"{t.id}-r1t0-0"
+    match_id = homed_match_id(f"{t.id}-r1t0-0")
     assert (await services.matches.get(match_id)).ended
     return t.id, match_id
 

@@ -24,6 +24,7 @@ from redis.asyncio import Redis
 
 from ranking.ratings import elo_deviation_after
 from service.domain.ladders import house_kinds, ladder_standing
+from service.model.homes import homed_match_id
 from service.settings import Settings
 from service.store.keys import bot_ladder_state_key
 from service.store.ladders import LadderStore
@@ -249,11 +250,11 @@ def test_a_table_a_dead_pass_stored_but_never_started_is_started_by_the_next_or_
             await redis.aclose()
 
     asyncio.run(a_pass_dies_after_storing_its_tables())
-    wait_until(lambda: api.data("query($m: ID!) { match(id: $m) { id } }", {"m": "ladder-wizard-junior-6-young-0"})["match"],
+    wait_until(lambda: api.data("query($m: ID!) { match(id: $m) { id } }", {"m": homed_match_id("ladder-wizard-junior-6-young-0")})["match"],
                "the next pass creating the young table's first match", explain=worker.output)
     wait_until(lambda: member(api, "WIZARD_JUNIOR", 6, ids[0])["playing"] == 1,  # type: ignore[index]
                "the old table dropped", explain=worker.output)
-    assert api.data("query($m: ID!) { match(id: $m) { id } }", {"m": "ladder-wizard-junior-6-old-0"})["match"] is None
+    assert api.data("query($m: ID!) { match(id: $m) { id } }", {"m": homed_match_id("ladder-wizard-junior-6-old-0")})["match"] is None
 
 
 @pytest.fixture(scope="module")
@@ -283,17 +284,17 @@ def test_a_duplicate_set_is_played_match_after_match_with_the_seats_rotated_and_
                            >= 3 and done, "a whole duplicate set played", timeout=120, explain=explain)
     by_table: dict[str, list[str]] = {}
     for m in first_set:
-        table, turn = m["id"].rsplit("-", 1)
+        table, turn, _ = m["id"].rsplit("-", 2)  # <table>-<turn>-<the suffix that homes it>
         by_table.setdefault(table, []).append(turn)
     table = next(t for t, turns in by_table.items() if sorted(turns) == ["0", "1", "2"])
     for turn in range(3):  # the set's last match settled, its matches are published
-        wait_until(lambda: api.http.get(f"/api/matches/{table}-{turn}/record").status_code == 200,  # noqa: B023
+        wait_until(lambda: api.http.get(f"/api/matches/{homed_match_id(f'{table}-{turn}')}/record").status_code == 200,  # noqa: B023
                    f"the record of the set's match {turn}, once the set has ended", explain=explain)
     seated = []
     seeds = set()
     for turn in range(3):
         match = api.data("query($m: ID!) { match(id: $m) { rated seed seats { bot { id } houseBot } } }",
-                         {"m": f"{table}-{turn}"})["match"]
+                         {"m": homed_match_id(f"{table}-{turn}")})["match"]
         assert match["rated"]
         seeds.add(match["seed"])
         seated.append([s["bot"]["id"] if s["bot"] else s["houseBot"] for s in match["seats"]])

@@ -33,6 +33,7 @@ import pytest
 from ranking.pairing import placement_points
 from service.domain.matches import Caller
 from service.domain.tournaments import NewTournament
+from service.model.homes import homed_match_id
 from service.model.tournament import Table
 from service.store.clock import now_ms
 from service.store.keys import UNSETTLED, history_key, tournament_key, tournament_lock_key
@@ -479,7 +480,7 @@ def test_a_duplicate_set_rotates_the_seats_over_the_same_deals_and_stays_sealed_
         return lambda: (ms := get(api, tid)["matches"]) and len(ms) > n and ms[n]
 
     first = wait_until(turn(0), "the set's first match", timeout=15)
-    assert first["id"] == f"{tid}-r1t0-0"
+    assert first["id"] == homed_match_id(f"{tid}-r1t0-0")
     play_to_the_end(api, token, first["id"])
     second = wait_until(turn(1), "the set's second match", timeout=15)
     assert second["seedHash"] == first["seedHash"]  # dealt alike
@@ -507,7 +508,7 @@ def test_a_duplicate_set_rotates_the_seats_over_the_same_deals_and_stays_sealed_
     final = wait_status(api, tid, "FINISHED", timeout=20)
 
     matches = final["matches"]
-    assert [m["id"] for m in matches] == [f"{tid}-r1t0-{n}" for n in range(3)]  # as many matches as seats
+    assert [m["id"] for m in matches] == [homed_match_id(f"{tid}-r1t0-{n}") for n in range(3)]  # as many matches as seats
     assert len({m["seedHash"] for m in matches}) == 1
     seeds = {m["seed"] for m in matches}
     assert len(seeds) == 1 and hashlib.sha256(seeds.pop().encode()).hexdigest() == matches[0]["seedHash"]

@@ -1,0 +1,86 @@
+"""The service's Redis clients, made in one place: a plain client for one Redis server, or
+redis-py's cluster client when ``REDIS_URL`` names a node of a Redis Cluster. The service
+finds that out by itself (``INFO cluster``), so pointing ``REDIS_URL`` at any node of a
+cluster is enough.
+
+The RQ queue is not on the cluster (RQ does not speak Redis Cluster): it lives on
+``ARENA_QUEUE_URL``, by default ``REDIS_URL`` when that is one server (:func:`queue_url`).
+Everything else holds to one rule that makes it run on both: every script and transaction
+touches one slot (the key layout in ``service.store.keys`` says which slot holds what)."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any, cast
+
+import redis as sync_redis
+from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio.cluster import RedisCluster
+
+log = logging.getLogger("wizard_arena.redis")
+
+
+class QueueUrlMissing(ValueError):
+    """``REDIS_URL`` is a cluster and no ``ARENA_QUEUE_URL`` names a Redis for RQ's queue."""
+
+
+@functools.cache
+def is_cluster(url: str) -> bool:
+    """Whether ``url`` names a node of a Redis Cluster (asked once per process and URL). A
+    server that cannot be reached is taken for one server, and said so: the plain client then
+    reports the outage as it would anyway."""
+    client = sync_redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+    try:
+        return bool(client.info("cluster").get("cluster_enabled"))
+    except sync_redis.RedisError as error:
+        log.warning("could not ask %s whether it is a Redis Cluster (%s): taking it for one server", url, error)
+        is_cluster.cache_clear()  # ask again next time
+        return False
+    finally:
+        client.close()
+
+
+def open_async(url: str, *, max_connections: int, timeout: float, client_name: str) -> Redis:
+    """The API's and the workers' asyncio client. On one server: a bounded pool that makes a
+    request wait (up to ``timeout``) for a free connection. On a cluster: redis-py's cluster
+    client, ``max_connections`` per node, reading and writing the masters.
+
+    The cluster client is typed as the plain one it stands in for: the stores use only what
+    both have (commands, registered scripts, pipelines, single-slot transactions)."""
+    if is_cluster(url):
+        cluster = RedisCluster.from_url(
+            url, max_connections=max_connections, socket_timeout=timeout, client_name=client_name,
+            decode_responses=False,
+        )
+        return cast(Redis, cluster)
+    pool = BlockingConnectionPool.from_url(
+        url, max_connections=max_connections, timeout=timeout, health_check_interval=30,
+        socket_timeout=timeout, client_name=client_name,
+    )
+    return Redis(connection_pool=pool, decode_responses=False)
+
+
+def open_sync(url: str, **options: Any) -> sync_redis.Redis:
+    """A synchronous client (tools, the workers' checks): the cluster client on a cluster."""
+    if is_cluster(url):
+        return cast(sync_redis.Redis, sync_redis.RedisCluster.from_url(url, **options))
+    return sync_redis.Redis.from_url(url, **options)
+
+
+def clustered(client: Any) -> bool:
+    """Whether ``client`` is a cluster client (sync or asyncio)."""
+    return isinstance(client, (RedisCluster, sync_redis.RedisCluster))
+
+
+def queue_url(redis_url: str, queue: str | None) -> str:
+    """Where RQ's queue lives: ``ARENA_QUEUE_URL``, else ``REDIS_URL`` when that is one server."""
+    if queue:
+        return queue
+    if is_cluster(redis_url):
+        raise QueueUrlMissing(
+            f"REDIS_URL ({redis_url}) is a Redis Cluster, which RQ's job queue cannot use: set ARENA_QUEUE_URL to a "
+            "Redis server of its own for the queue (nothing is lost if it restarts: the workers derive their work "
+            "from the cluster again)"
+        )
+    return redis_url
