@@ -340,7 +340,7 @@ class BotService:
         if granted <= 0:
             raise RateLimited(wait_ms / 1000)
         if not found.get("tid"):  # a token from before named tokens: listed with its bot from now on
-            await self.bots.adopt_token(found["id"], digest, secrets.token_hex(8), REGISTRATION_TOKEN_NAME)
+            await self.bots.adopt_token(found["id"], digest, REGISTRATION_TOKEN_NAME)
         return Lease(Caller(found["id"], found["name"]), found["hash"], granted, now + s.rate_limit_lease_ms / 1000, bucket_left)
 
     def _keep(self, digest: str, lease: Lease) -> None:
