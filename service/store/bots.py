@@ -12,9 +12,11 @@ import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from enum import Enum
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from service.model.challenge import ChallengePolicy
 from service.model.invitation import InvitationPolicy
@@ -35,6 +37,7 @@ from service.store.keys import (
     token_used_key,
 )
 from service.store.matches import Notice
+from service.store.redis_client import clustered
 from service.store.script_line import ScriptLine
 
 T = TypeVar("T")
@@ -240,15 +243,6 @@ return 1
 """
 
 
-# A token's hash stops naming its bot (with its bucket and last use), and the API processes
-# are told (the hash, published on the revocation channel): what makes a revocation take
-# effect. KEYS: the token's keys (one slot). ARGV: the revocation channel, the hash.
-DROP_TOKEN_HASH = """
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
-redis.call('PUBLISH', ARGV[1], ARGV[2])
-return 1
-"""
-
 #: a ``making`` token entry older than this (ms) was left by a process that died making it
 MAKING_LAPSE_MS = 60_000
 
@@ -289,7 +283,6 @@ class BotStore:
         self._begin_token = redis.register_script(BEGIN_TOKEN)
         self._replace_token_entry = redis.register_script(REPLACE_TOKEN_ENTRY)
         self._mark_revoking = redis.register_script(MARK_REVOKING)
-        self._drop_token_hash = redis.register_script(DROP_TOKEN_HASH)
 
     async def take_registration(self, address: str, per_hour: int) -> int:
         """One registration from the address's hourly allowance: 0, or the ms to wait."""
@@ -431,9 +424,31 @@ class BotStore:
         return TokenRevoked.REVOKED
 
     async def _drop_hash(self, token_hash: str) -> None:
-        """The token's hash names its bot no more, and every API process is told."""
-        keys = [token_key(token_hash), token_used_key(token_hash), token_rate_key(token_hash)]
-        await self._drop_token_hash(keys=keys, args=[REVOKED_TOKENS, token_hash])
+        """The token's hash names its bot no more (with its bucket and last use: one slot), and
+        every API process is told (:meth:`_publish_revocation`)."""
+        await self.redis.delete(token_key(token_hash), token_used_key(token_hash), token_rate_key(token_hash))
+        await self._publish_revocation(token_hash)
+
+    async def _publish_revocation(self, token_hash: str) -> None:
+        """Publish a revoked token's hash, so that no API process spends a lease of it once this
+        returns. One server writes it to every subscriber before it answers. A cluster node
+        does that only for its own subscribers (it passes the message on to the other nodes
+        later, over the cluster bus), and each process's feed listens on one node drawn at
+        random: so the hash is published on every node. A node that cannot be reached has no
+        subscriber to tell: theirs lost their connection, and a process drops every lease it
+        kept until its feed has subscribed again (``service.domain.bots``)."""
+        if not clustered(self.redis):
+            await self.redis.publish(REVOKED_TOKENS, token_hash)
+            return
+        cluster = cast(RedisCluster, self.redis)
+        answers = await asyncio.gather(
+            *(cluster.execute_command("PUBLISH", REVOKED_TOKENS, token_hash, target_nodes=node)
+              for node in cluster.get_nodes()),
+            return_exceptions=True,
+        )
+        for answer in answers:
+            if isinstance(answer, BaseException) and not isinstance(answer, RedisConnectionError):
+                raise answer
 
     async def update_profile(self, bot_id: str, fields: dict[str, str]) -> None:
         """Set profile fields (description, homepage); an empty value removes the field."""
