@@ -203,8 +203,8 @@ STALE_RESERVATION_MS = 60_000
 # - absent: in use.
 # - ``revoking``: marked first (the last-token check counts it gone), then the hash is deleted
 #   (the token stops working there, at once) and the revocation published, then the entry goes.
-#   One left by a process that died between the steps is still listed, and revoking it again
-#   finishes the job.
+#   Once marked, the revocation is decided: whoever finds the mark finishes it (each step is
+#   idempotent), so one a process left halfway as it died is finished by the next listing.
 
 # Begin adding a token to a bot: its entry, ``making``, unless the bot has ARGV[3] tokens
 # already (0) or is retired (-1); 1: written. KEYS: the bot's tokens, the bot. ARGV: token id,
@@ -372,13 +372,16 @@ class BotStore:
 
     async def tokens(self, bot_id: str) -> list[dict[str, object]]:
         """The bot's tokens, oldest first: id, name, created and last used (ms; None: never).
-        A token being made is not listed yet; one being revoked still is (it may still work).
-        Sweeps the entries of tokens a dead process left half-made."""
+        A token being made is not listed yet, nor one being revoked. Finishes what a dead process
+        left halfway: sweeps the tokens it left half-made, and its revocations."""
         entries: list[tuple[str, dict[str, object]]] = []
         for tid, raw in (await self.redis.hgetall(bot_tokens_key(bot_id))).items():
             entry = json.loads(raw)
-            if entry.get("state") != MAKING:
+            state = entry.get("state")
+            if state is None:
                 entries.append((tid.decode(), entry))
+            elif state == REVOKING:
+                await self._finish_revoking(bot_id, tid.decode(), str(entry["hash"]))
             elif int(entry["created"]) < now_ms() - MAKING_LAPSE_MS:
                 await self._sweep_making(bot_id, tid.decode(), raw.decode(), str(entry["hash"]))
         entries.sort(key=lambda e: (e[1]["created"], e[0]))
@@ -401,7 +404,7 @@ class BotStore:
         """Revoke one of the bot's tokens, in three steps: its entry marked ``revoking`` (the
         check that it is not the bot's last token in use, against other revocations), its hash
         dropped and published (it stops working, at once), its entry removed. A revocation a
-        dead process left halfway is finished by revoking the token again."""
+        dead process left halfway is finished by revoking the token again, or by a listing."""
         while True:
             raw = await self.redis.hget(bot_tokens_key(bot_id), token_id)
             if raw is None:
@@ -419,9 +422,13 @@ class BotStore:
                 return TokenRevoked.LAST
             if marked == TokenRevoked.REVOKED.value:
                 break
-        await self._drop_hash(json.loads(entry)["hash"])
-        await self.redis.hdel(bot_tokens_key(bot_id), token_id)
+        await self._finish_revoking(bot_id, token_id, json.loads(entry)["hash"])
         return TokenRevoked.REVOKED
+
+    async def _finish_revoking(self, bot_id: str, token_id: str, token_hash: str) -> None:
+        """The steps of a revocation after its mark: the hash dropped, then the entry."""
+        await self._drop_hash(token_hash)
+        await self.redis.hdel(bot_tokens_key(bot_id), token_id)
 
     async def _drop_hash(self, token_hash: str) -> None:
         """The token's hash names its bot no more (with its bucket and last use: one slot), and

@@ -125,21 +125,26 @@ def test_a_token_a_dead_process_left_half_made_is_swept_and_counts_for_nothing(a
     assert redis_client.hexists(f"{{b:{bot_id}}}:tokens", "young")
 
 
-def test_a_revocation_a_dead_process_left_halfway_is_finished_by_revoking_again(api, redis_client):
-    token, bot_id = api.register()
-    spare = api.data(CREATE, {"n": "spare"}, token)["createToken"]["token"]
-    [registration, kept] = api.data(TOKENS, token=token)["me"]["tokens"]
-    # died after marking the entry, before dropping the hash
-    tokens_key = f"{{b:{bot_id}}}:tokens"
-    entry = json.loads(redis_client.hget(tokens_key, registration["id"]))
-    redis_client.hset(tokens_key, registration["id"], json.dumps({**entry, "state": "revoking"}))
-    assert [t["id"] for t in api.data(TOKENS, token=spare)["me"]["tokens"]] == [registration["id"], kept["id"]]
-    # the token being revoked counts as gone: the spare is the last token in use
-    assert api.error_code(REVOKE, {"id": kept["id"]}, spare) == "BAD_INPUT"
-    left = api.data(REVOKE, {"id": registration["id"]}, spare)["revokeToken"]
-    assert [t["id"] for t in left] == [kept["id"]]
-    assert api.error_code("{ me { id } }", token=token) == "UNAUTHENTICATED"
-    assert not any(redis_client.exists(key) for key in token_keys(token))
+def test_a_revocation_a_dead_process_left_halfway_is_finished_by_the_next_look(api, redis_client):
+    for finish in ("revoking it again", "listing the tokens"):
+        token, bot_id = api.register()
+        spare = api.data(CREATE, {"n": "spare"}, token)["createToken"]["token"]
+        [registration, kept] = api.data(TOKENS, token=token)["me"]["tokens"]
+        # died after marking the entry, before dropping the hash: the token still works
+        tokens_key = f"{{b:{bot_id}}}:tokens"
+        entry = json.loads(redis_client.hget(tokens_key, registration["id"]))
+        redis_client.hset(tokens_key, registration["id"], json.dumps({**entry, "state": "revoking"}))
+        assert api.data("{ me { id } }", token=token)["me"]["id"] == bot_id
+        # the token being revoked counts as gone: the spare is the last token in use
+        assert api.error_code(REVOKE, {"id": kept["id"]}, spare) == "BAD_INPUT"
+        if finish == "revoking it again":
+            left = api.data(REVOKE, {"id": registration["id"]}, spare)["revokeToken"]
+        else:
+            left = api.data(TOKENS, token=spare)["me"]["tokens"]
+        assert [t["id"] for t in left] == [kept["id"]], finish
+        assert api.error_code("{ me { id } }", token=token) == "UNAUTHENTICATED", finish
+        assert not any(redis_client.exists(key) for key in token_keys(token)), finish
+        assert list(redis_client.hkeys(tokens_key)) == [kept["id"].encode()], finish
 
 
 def test_of_two_last_tokens_revoked_at_once_one_stays(api):
