@@ -17,6 +17,7 @@ from typing import TypeVar, cast
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from service.model.challenge import ChallengePolicy
 from service.model.invitation import InvitationPolicy
@@ -441,20 +442,23 @@ class BotStore:
         returns. One server writes it to every subscriber before it answers. A cluster node
         does that only for its own subscribers (it passes the message on to the other nodes
         later, over the cluster bus), and each process's feed listens on one node drawn at
-        random: so the hash is published on every node. A node that cannot be reached has no
-        subscriber to tell: theirs lost their connection, and a process drops every lease it
-        kept until its feed has subscribed again (``service.domain.bots``)."""
+        random: so the hash is published on every node. A node that cannot be reached (or does
+        not answer in time) has no subscriber to tell: theirs lost their connection, or will
+        once their feed's ping goes unanswered, and a process drops every lease it kept until
+        its feed has subscribed again (``service.domain.bots``)."""
         if not clustered(self.redis):
             await self.redis.publish(REVOKED_TOKENS, token_hash)
             return
         cluster = cast(RedisCluster, self.redis)
+        nodes = cluster.get_nodes()
         answers = await asyncio.gather(
-            *(cluster.execute_command("PUBLISH", REVOKED_TOKENS, token_hash, target_nodes=node)
-              for node in cluster.get_nodes()),
+            *(cluster.execute_command("PUBLISH", REVOKED_TOKENS, token_hash, target_nodes=node) for node in nodes),
             return_exceptions=True,
         )
-        for answer in answers:
-            if isinstance(answer, BaseException) and not isinstance(answer, RedisConnectionError):
+        for node, answer in zip(nodes, answers, strict=True):
+            if isinstance(answer, (RedisConnectionError, RedisTimeoutError)):
+                log.warning("could not publish a token's revocation on %s (%r): its subscribers resync", node.name, answer)
+            elif isinstance(answer, BaseException):
                 raise answer
 
     async def update_profile(self, bot_id: str, fields: dict[str, str]) -> None:

@@ -14,6 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
+from service.store.embedded_cluster import EmbeddedCluster
+from service.store.embedded_redis import EmbeddedRedis
+from tests.service.arena_client import Api, Process, free_port
+
 TOKENS = "{ me { id tokens { id name createdAt lastUsedAt } } }"
 CREATE = "mutation($n: String!) { createToken(name: $n) { token info { id name createdAt lastUsedAt } } }"
 REVOKE = "mutation($id: ID!) { revokeToken(id: $id) { id name } }"
@@ -204,3 +208,31 @@ def test_a_token_from_before_named_tokens_is_listed_once_when_first_used(api, ot
     assert adopted["name"] == "registration"
     assert json.loads(redis_client.get(token_keys(token)[0]))["tid"] == adopted["id"]
     assert list(redis_client.hkeys(f"{{b:{bot_id}}}:tokens")) == [adopted["id"].encode()]
+
+
+def test_a_revocation_on_a_cluster_goes_through_with_a_node_down(tmp_path, database_url):
+    """On a Redis Cluster a revocation is published on every node (each process's feed follows
+    one): a node that is down has nobody left to tell, and holds up nothing. A cluster of its
+    own, whichever Redis the session runs on: one of its nodes is killed."""
+    cluster = EmbeddedCluster(tmp_path / "cluster", masters=3, replicas=1)
+    queue = EmbeddedRedis(tmp_path / "queue", appendonly=False)
+    port = free_port()
+    try:
+        env = {**os.environ, "REDIS_URL": cluster.start(), "ARENA_QUEUE_URL": queue.start(), "DATABASE_URL": database_url}
+        api = Api(Process(["serve", "--port", str(port), "--log-level", "warning"], env, tmp_path / "serve.log"), port)
+        try:
+            api.wait_healthy()
+            token, bot_id = api.register()
+            spare = api.data(CREATE, {"n": "spare"}, token)["createToken"]["token"]
+            [registration, _] = api.data(TOKENS, token=token)["me"]["tokens"]
+            cluster.kill(next(node for node in cluster.nodes if node.replica_of is not None))
+            left = api.data(REVOKE, {"id": registration["id"]}, spare)["revokeToken"]
+            assert [t["name"] for t in left] == ["spare"]
+            assert api.error_code("{ me { id } }", token=token) == "UNAUTHENTICATED"
+            assert api.data("{ me { id } }", token=spare)["me"]["id"] == bot_id
+        finally:
+            api.close()
+            api.process.stop()
+    finally:
+        queue.stop()
+        cluster.stop()
