@@ -117,7 +117,7 @@ return 0
 
 
 #: the ``state`` of a token's entry among its bot's tokens while it is made, and while it is
-#: revoked (absent: in use; see MAKING_LAPSE_MS's comment)
+#: revoked (absent: in use; see "A bot's tokens live in two slots" below)
 MAKING = "making"
 REVOKING = "revoking"
 
@@ -244,8 +244,9 @@ return 1
 """
 
 
-#: a ``making`` token entry older than this (ms) was left by a process that died making it
-MAKING_LAPSE_MS = 60_000
+#: a ``making`` token entry older than this (ms) was left by a process that died making it (as
+#: with a name's reservation: the steps take milliseconds)
+MAKING_LAPSE_MS = STALE_RESERVATION_MS
 
 
 class TokenAdded(Enum):
