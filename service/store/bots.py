@@ -339,7 +339,7 @@ class BotStore:
         self, bot_id: str, name: str, token_hash: str, token_id: str, token_name: str, most: int
     ) -> tuple[TokenAdded, int]:
         """Give the bot another token (unless it has ``most`` or is retired); and when it was made.
-        In three steps (see MAKING_LAPSE_MS's comment): its entry ``making``, its hash, its entry
+        In three steps (see "A bot's tokens live in two slots"): its entry ``making``, its hash, its entry
         in use; the token works once the call returns."""
         created = now_ms()
         token_json, entry = _token_records(bot_id, name, token_hash, token_id, token_name, created)
