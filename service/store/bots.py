@@ -1,6 +1,7 @@
 """Registered bots in Redis: registration (in single-slot steps that never show a half-made
-bot, names and look-alikes included), authentication with the token's request bucket, the
-registrations allowance per address, and the bots' open matches."""
+bot, names and look-alikes included), their tokens (added and revoked in single-slot steps
+too), authentication with the token's request bucket, the registrations allowance per
+address, and the bots' open matches."""
 
 from __future__ import annotations
 
@@ -198,7 +199,8 @@ STALE_RESERVATION_MS = 60_000
 # an entry says which step its token is at (its JSON's ``state``):
 # - ``making``: written first, before the token's hash names the bot; not listed, not counted
 #   as a working token, not revocable. Then the hash is written, then the entry is made plain
-#   (in use): so the token works only once both sides are written. A making entry left by a
+#   (in use), and only then is the token handed out: nobody can use it before both sides are
+#   written (its hash authenticates from the second step, but nobody holds it). A making entry left by a
 #   process that died between the steps is swept by the next listing after MAKING_LAPSE_MS
 #   (:meth:`BotStore.tokens`), with the hash it may have written.
 # - absent: in use.
