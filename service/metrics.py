@@ -69,6 +69,11 @@ class Metrics:
         self.errors = Counter("wizard_arena_errors", "Errors answered, by API code", ["code"], registry=self.registry)
         self.moves = Counter("wizard_arena_moves", "Moves committed, by who made them", ["by"], registry=self.registry)
         self.matches_finished = Counter("wizard_arena_matches_finished", "Matches finished", registry=self.registry)
+        self.replica_shortfalls = Counter(
+            "wizard_arena_commit_replica_shortfalls", "Commits answered with fewer replicas than "
+            "ARENA_COMMIT_REPLICAS acknowledged within ARENA_COMMIT_REPLICA_TIMEOUT_MS (a failover then could lose "
+            "them)", registry=self.registry,
+        )
         self.waits = Gauge(
             "wizard_arena_waits_open", "Waits and subscriptions open in this process (service.feed)", registry=self.registry
         )

@@ -76,7 +76,9 @@ class Services:
         redis = open_async(settings.redis_url, max_connections=settings.redis_pool_size, timeout=POOL_WAIT_SECONDS,
                            client_name=f"wizard-arena-{role}-{os.getpid()}")
         metrics = metrics or Metrics()
-        scripts = ScriptLine(redis)
+        scripts = ScriptLine(redis, replicas=settings.commit_replicas,
+                             replica_timeout_ms=settings.commit_replica_timeout_ms,
+                             on_replica_shortfall=metrics.replica_shortfalls.inc)
         archive = Archive(settings.database_url) if settings.database_url else None
         bot_store = BotStore(redis, scripts)
         match_store = MatchStore(redis, scripts, archive, settings.archive_grace_seconds, settings.match_events_kept)

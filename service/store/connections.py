@@ -9,7 +9,7 @@ import random
 from collections.abc import Collection
 
 from redis.asyncio import Redis
-from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import RedisClusterException, RedisError
 from redis.maint_notifications import MaintNotificationsConfig
@@ -17,7 +17,7 @@ from redis.maint_notifications import MaintNotificationsConfig
 log = logging.getLogger("wizard_arena.redis")
 
 
-def dedicated_connection(redis: Redis, avoid: Collection[str] = ()) -> AbstractConnection:
+def dedicated_connection(redis: Redis, avoid: Collection[str] = (), node: ClusterNode | None = None) -> AbstractConnection:
     """A new, unconnected connection made like the pool's (address, TLS, password, name), for
     one reader that owns it: no socket timeout (it would run every write in a task of its own;
     the owner times the answers itself), no health checks, RESP2 and no maintenance
@@ -27,8 +27,10 @@ def dedicated_connection(redis: Redis, avoid: Collection[str] = ()) -> AbstractC
     now, so that the readers of many processes spread over the nodes; not one named in
     ``avoid`` (``host:port``, :func:`node_name`: those its owner just failed to reach) while
     there is another. The client's list changes only when it is asked again
-    (:func:`refresh_nodes`): a node killed stays on it until then."""
-    if isinstance(redis, RedisCluster):
+    (:func:`refresh_nodes`): a node killed stays on it until then. Or to ``node``, when given."""
+    if node is not None:
+        connection_class, kwargs = node.connection_class, node.connection_kwargs
+    elif isinstance(redis, RedisCluster):
         # the nodes the client knows; before its first command, those it was given
         known = redis.get_nodes() or list(redis.nodes_manager.startup_nodes.values())
         node = random.choice([n for n in known if n.name not in avoid] or known)
