@@ -9,6 +9,7 @@ it into work (``worker.clock``)."""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from service.store.feed import EventFeed
 from service.store.ladders import LadderStore
 from service.store.matches import MatchStore
 from service.store.ratings import RatingStore
-from service.store.redis_client import open_async
+from service.store.redis_client import open_async, serving
 from service.store.script_line import ScriptLine
 from service.store.tournaments import TournamentStore
 from service.store.webhooks import WebhookStore
@@ -92,7 +93,7 @@ class Services:
         ladders = LadderService(LadderStore(redis), matches, ratings, settings)
         matches.on_waiting = ladders.resume  # a paused ladder bot waiting for a turn answers again
         settlement = Settlement(matches.matches, tournaments, ratings, ladders, archive)
-        probes: dict[str, Callable[[], Awaitable[object]]] = {"Redis": redis.ping}
+        probes: dict[str, Callable[[], Awaitable[object]]] = {"Redis": functools.partial(serving, redis)}
         if archive is not None:
             probes["the archive"] = archive.ping
         return cls(settings, redis, scripts, BotService(bot_store, settings, feed), matches, metrics, tournaments,

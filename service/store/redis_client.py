@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import random
 from typing import Any, cast
 
 import redis as sync_redis
@@ -71,6 +72,36 @@ def open_sync(url: str, **options: Any) -> sync_redis.Redis:
 def clustered(client: Any) -> bool:
     """Whether ``client`` is a cluster client (sync or asyncio)."""
     return isinstance(client, (RedisCluster, sync_redis.RedisCluster))
+
+
+class ClusterNotServing(sync_redis.ConnectionError):
+    """The Redis Cluster says some of its slots are not served (``cluster_state:fail``)."""
+
+
+async def serving(redis: Redis) -> None:
+    """Raises unless Redis serves: a PING on one server; on a cluster, one node that answers
+    (any: they are tried in turn) and says every slot is served. Not a PING of every node, as
+    the cluster client's ``ping`` is: that fails while a replica is away, though the service
+    then loses nothing, and while a dead master is still on the client's list after its
+    replica took over."""
+    if not isinstance(redis, RedisCluster):
+        await redis.ping()
+        return
+    nodes = redis.get_nodes() or list(redis.nodes_manager.startup_nodes.values())
+    random.shuffle(nodes)
+    failure: BaseException | None = None
+    for node in nodes:
+        try:
+            info = await redis.execute_command("CLUSTER INFO", target_nodes=node)
+        except (sync_redis.ConnectionError, sync_redis.TimeoutError, OSError) as error:
+            failure = error
+            continue
+        text = info.decode() if isinstance(info, bytes) else str(info)
+        if "cluster_state:ok" not in text:
+            raise ClusterNotServing(f"the Redis Cluster says some slots are not served (node {node.name}: "
+                                    "cluster_state:fail; a master is down and no replica has taken over yet)")
+        return
+    raise sync_redis.ConnectionError(f"no node of the Redis Cluster answered: {failure!r}")
 
 
 def queue_url(redis_url: str, queue: str | None) -> str:
