@@ -96,8 +96,12 @@ async def serving(redis: Redis) -> None:
         except (sync_redis.ConnectionError, sync_redis.TimeoutError, OSError) as error:
             failure = error
             continue
-        text = info.decode() if isinstance(info, bytes) else str(info)
-        if "cluster_state:ok" not in text:
+        if isinstance(info, dict):  # redis-py parses it: {"cluster_state": "ok", ...}
+            state = info.get("cluster_state")
+        else:
+            text = info.decode() if isinstance(info, bytes) else str(info)
+            state = "ok" if "cluster_state:ok" in text else "fail"
+        if state not in ("ok", b"ok"):
             raise ClusterNotServing(f"the Redis Cluster says some slots are not served (node {node.name}: "
                                     "cluster_state:fail; a master is down and no replica has taken over yet)")
         return
