@@ -45,11 +45,10 @@ commit one round trip from master to replica (and at most the timeout while a re
 
 **On a Redis Cluster** there is one such line per master, made when a call first goes to
 it: a script goes down the line of the master that serves its keys' slot, as the cluster
-client says (and WAIT with it). Not through the cluster client's commands: its per-node pools
-do not wait for a free connection (a burst of moves beyond the pool fails outright), and it
-sends a command again after a connection error, so a commit whose answer was lost would come
-back as a lost race (its compare-and-set failing on its own write) instead of as the "may
-have run" that :meth:`service.store.matches.MatchStore.commit` settles by reading the match.
+client says (and WAIT with it). Not through the cluster client's commands: they cost what
+the pooled client costs on one server (what the line is for), and the client sends a command
+again after a connection error, so a commit whose answer was lost would come back as a lost
+race (its compare-and-set failing on its own write) instead of as the "may have run" that :meth:`service.store.matches.MatchStore.commit` settles by reading the match.
 A MOVED answer (a failover, seen before the client saw it), TRYAGAIN and CLUSTERDOWN ran
 nothing: the call goes again where the layout, asked again, says. A lost line has the client
 ask for the layout too (it would not by itself: it only asks when its own commands fail).
