@@ -48,7 +48,8 @@ it: a script goes down the line of the master that serves its keys' slot, as the
 client says (and WAIT with it). Not through the cluster client's commands: they cost what
 the pooled client costs on one server (what the line is for), and the client sends a command
 again after a connection error, so a commit whose answer was lost would come back as a lost
-race (its compare-and-set failing on its own write) instead of as the "may have run" that :meth:`service.store.matches.MatchStore.commit` settles by reading the match.
+race (its compare-and-set failing on its own write) instead of as the "may have run" that
+:meth:`service.store.matches.MatchStore.commit` settles by reading the match.
 A MOVED answer (a failover, seen before the client saw it), TRYAGAIN and CLUSTERDOWN ran
 nothing: the call goes again where the layout, asked again, says. A lost line has the client
 ask for the layout too (it would not by itself: it only asks when its own commands fail).
