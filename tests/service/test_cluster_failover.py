@@ -47,13 +47,20 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedCluste
 
 
 @pytest.fixture(scope="module")
-def service_env(cluster: EmbeddedCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """The settings of this module's processes: the cluster, a queue Redis, commits that wait
-    for a replica (up to 1 s: on loopback a replica answers in well under a millisecond)."""
+def queue(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
+    """RQ's Redis (keeping nothing on disk: a restart empties it)."""
     queue = EmbeddedRedis(tmp_path_factory.mktemp("failover-queue"), appendonly=False)
-    yield {"REDIS_URL": cluster.url, "ARENA_QUEUE_URL": queue.start(), "ARENA_COMMIT_REPLICAS": "1",
-           "ARENA_COMMIT_REPLICA_TIMEOUT_MS": "1000", "ARENA_CLOCK_STALE_SECONDS": "5"}
+    queue.start()
+    yield queue
     queue.stop()
+
+
+@pytest.fixture(scope="module")
+def service_env(cluster: EmbeddedCluster, queue: EmbeddedRedis) -> dict[str, str]:
+    """The settings of this module's processes: the cluster, the queue's Redis, commits that
+    wait for a replica (up to 1 s: on loopback a replica answers in well under a millisecond)."""
+    return {"REDIS_URL": cluster.url, "ARENA_QUEUE_URL": queue.url, "ARENA_COMMIT_REPLICAS": "1",
+            "ARENA_COMMIT_REPLICA_TIMEOUT_MS": "1000", "ARENA_CLOCK_STALE_SECONDS": "5"}
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +73,7 @@ def service(start_api: Any, start_worker: Any, service_env: dict[str, str]) -> A
 
 
 def test_operators_see_the_cluster_service_ready_and_backup_says_what_to_use(
-    service: Api, service_env: dict[str, str], tmp_path: Path
+    service: Api, service_env: dict[str, str], queue: EmbeddedRedis, tmp_path: Path
 ) -> None:
     wait_until(lambda: service.http.get("/readyz").status_code == 200, "the service on the cluster to be ready", 30)
     ready = service.http.get("/readyz").json()
@@ -74,6 +81,12 @@ def test_operators_see_the_cluster_service_ready_and_backup_says_what_to_use(
 
     env = {**os.environ, **service_env}
     wait_until(lambda: run(["worker", "--check"], env).returncode == 0, "each worker's check to pass", 30, 0.2)
+    # the queue's Redis restarts empty: the workers register with RQ again by themselves
+    queue.stop()
+    queue.start()
+    forgotten = run(["worker", "--check"], env)
+    assert forgotten.returncode == 0 or "no RQ worker" in forgotten.stderr, forgotten.stderr
+    wait_until(lambda: run(["worker", "--check"], env).returncode == 0, "the workers to be listed again", 30, 0.2)
 
     metrics = service.http.get("/metrics").text
     assert "wizard_arena_redis_up 1.0" in metrics
