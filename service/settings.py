@@ -135,8 +135,8 @@ class Settings(BaseSettings):
     )
     commit_replica_timeout_ms: int = Field(
         default=100, ge=1, le=5_000,
-        description="the longest a commit waits for ARENA_COMMIT_REPLICAS replicas (a replica away costs every "
-        "commit on its master this much)",
+        description="the longest a commit waits for ARENA_COMMIT_REPLICAS replicas (after a commit that waited it "
+        "all, a process waits for no replica of that master for 5 s, counting its commits short)",
     )
     waiting_matches_per_bot: int = Field(
         default=20, ge=1, description="matches a bot may have created whose seats are not all taken yet"

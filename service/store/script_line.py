@@ -41,7 +41,15 @@ it stands, and its retry with ``expectedVersion`` would be refused as stale. Wor
 whose only replica is down would then refuse every move: losing the copy would stop the game.
 So the setting narrows the window in which a failover loses an answered move to the moments
 when the replicas lag by more than the timeout, which the counter shows, and costs every
-commit one round trip from master to replica (and at most the timeout while a replica is away).
+commit one round trip from master to replica.
+
+A master without its replicas (its replica died, or it is a replica just promoted whose old
+master is gone) would make every commit wait the whole timeout, and since WAIT holds its
+connection, the commits behind it too: a match would crawl at one move per timeout. So after
+a shortfall a line stops waiting for ``_REPLICAS_RETRY_SECONDS``: its replicated calls are
+answered at once and counted short, and the first one after that waits again, to see whether
+the replicas are back. A replica away thus costs one commit per line the timeout every few
+seconds, and the counter counts every commit made meanwhile.
 
 **On a Redis Cluster** there is one such line per master, made when a call first goes to
 it: a script goes down the line of the master that serves its keys' slot, as the cluster
@@ -99,6 +107,8 @@ _CLOSED = "the Redis connection is closed (the service is shutting down)"
 _CLUSTER_ATTEMPTS = 8
 #: the least time between two logged replica shortfalls (they are all counted)
 _SHORTFALL_LOG_SECONDS = 10.0
+#: after a shortfall, how long a line's replicated calls wait for no replica (see the module)
+_REPLICAS_RETRY_SECONDS = 5.0
 
 
 class NotConnected(RedisConnectionError):
@@ -157,6 +167,8 @@ class ScriptLine:
         #: replicated calls answered with fewer replicas than asked (for the tests; metrics count them too)
         self.replica_shortfalls = 0
         self._shortfall_logged = -math.inf
+        #: until when (monotonic s) this line's replicated calls wait for no replica, after a shortfall
+        self._replicas_missing_until = -math.inf
         #: the line in use; a line that breaks is dropped from here at once
         self._line: _Line | None = None
         #: the connection being opened, shared by every call that needs it meanwhile
@@ -177,12 +189,21 @@ class ScriptLine:
         return answer
 
     async def _run_here(self, script: AsyncScript, keys: list[Any], args: list[Any], wait: int) -> tuple[Any, int]:
+        """On this line: the answer, and how many replicas acknowledged it (0 unless ``wait``)."""
+        waits = wait > 0 and time.monotonic() >= self._replicas_missing_until
         try:
-            return await self._call(hiredis.pack_command(("EVALSHA", script.sha, len(keys), *keys, *args)), wait > 0)
+            answer, acknowledged = await self._call(
+                hiredis.pack_command(("EVALSHA", script.sha, len(keys), *keys, *args)), waits
+            )
         except NoScriptError:
             # the server lost its script cache (a restart, a failover), so the call ran
             # nothing: send the script itself, down the same connection (which caches it)
-            return await self._call(hiredis.pack_command(("EVAL", script.script, len(keys), *keys, *args)), wait > 0)
+            answer, acknowledged = await self._call(
+                hiredis.pack_command(("EVAL", script.script, len(keys), *keys, *args)), waits
+            )
+        if waits and acknowledged < wait:  # the replicas are away: wait for none for a while
+            self._replicas_missing_until = time.monotonic() + _REPLICAS_RETRY_SECONDS
+        return answer, acknowledged
 
     def _shortfall(self, acknowledged: int) -> None:
         """A replicated call made on the master and answered, with fewer replicas than asked."""

@@ -113,6 +113,34 @@ def test_a_call_without_its_replicas_is_answered_and_counted_short(primary_and_r
     assert time.monotonic() - started >= 0.2  # each waited out the timeout (the batches in parallel)
 
 
+def test_after_a_shortfall_calls_wait_for_no_replica_for_a_while(primary_and_replica: tuple[Server, Server]) -> None:
+    """A master without the replicas asked for would make every commit wait the whole timeout,
+    one after another (WAIT holds the connection): after a shortfall the line waits for none
+    for a few seconds, counting each call short."""
+    primary, _ = primary_and_replica
+
+    async def main() -> tuple[float, float, int]:
+        client: Redis = open_async(primary.url, max_connections=4, timeout=5.0, client_name="replicas-test")
+        line = ScriptLine(client, replicas=2, replica_timeout_ms=300)
+        script = client.register_script(COUNT)
+        try:
+            started = time.monotonic()
+            await line.run(script, ["replicated:breaker"], [], replicated=True)
+            first = time.monotonic() - started
+            started = time.monotonic()
+            for _ in range(10):
+                await line.run(script, ["replicated:breaker"], [], replicated=True)
+            return first, time.monotonic() - started, line.replica_shortfalls
+        finally:
+            await line.close()
+            await client.aclose()
+
+    first, next_ten, shortfalls = asyncio.run(main())
+    assert first >= 0.3  # waited out the timeout
+    assert next_ten < 0.3  # ten calls answered without waiting, not ten timeouts
+    assert shortfalls == 11
+
+
 def test_replicated_calls_on_a_cluster_reach_the_replica_of_their_slot(cluster: EmbeddedCluster) -> None:
     key = "{replicated}:count"
     answers, shortfalls = run_calls(cluster.url, key, replicas=1)
