@@ -246,8 +246,8 @@ def test_the_cluster_profile_runs_the_service_on_three_masters_with_replicas_and
     assert len(apis) == 1 and len(workers) == 1
     for name, service in {**apis, **workers}.items():
         env = _environment(service)
-        host = env["REDIS_URL"].removeprefix("redis://").split(":")[0]
-        assert host in addresses.values(), f"{name}: REDIS_URL names a node of the cluster"
+        hosts = [node.split(":")[0] for node in env["REDIS_URL"].removeprefix("redis://").split("/")[0].split(",")]
+        assert len(hosts) >= 3 and set(hosts) <= set(addresses.values()), f"{name}: REDIS_URL names several nodes"
         queue = env["ARENA_QUEUE_URL"].removeprefix("redis://").split(":")[0]
         assert "cluster" in services[queue].get("profiles", []) and "--cluster-enabled" not in _command(services[queue])
         assert service["depends_on"]["redis-cluster-create"]["condition"] == "service_completed_successfully"

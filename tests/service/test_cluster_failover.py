@@ -7,8 +7,9 @@ Redis of its own (ARENA_QUEUE_URL), an API process and two workers, all with
   refuses the cluster, naming what to use instead;
 - a failover: a tournament of house bots and one registered bot that moves through the API
   runs; the master holding its matches is killed (``kill -9``) mid-tournament; its replica
-  takes over, and the tournament finishes by itself. Every move the API acknowledged to the
-  bot before (and after) the kill is in its match's record."""
+  takes over, and the tournament finishes by itself, every match settled (the bot's rating
+  counts each of its games). Every move the API acknowledged to the bot before (and after)
+  the kill is in its match's record."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ import pytest
 from service.store.embedded_cluster import ClusterNode, EmbeddedCluster
 from service.store.embedded_redis import EmbeddedRedis
 from service.store.keys import match_key
+from service.store.redis_client import node_urls
 from tests.service.arena_client import REPO, Api, wait_until
 
 CREATE = """mutation($i: CreateTournamentInput!) { createTournament(input: $i) { id status } }"""
@@ -59,7 +61,10 @@ def queue(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
 def service_env(cluster: EmbeddedCluster, queue: EmbeddedRedis) -> dict[str, str]:
     """The settings of this module's processes: the cluster, the queue's Redis, commits that
     wait for a replica (up to 1 s: on loopback a replica answers in well under a millisecond)."""
-    return {"REDIS_URL": cluster.url, "ARENA_QUEUE_URL": queue.url, "ARENA_COMMIT_REPLICAS": "1",
+    # every master named, as an operator should: a process (a job, say) started while the one
+    # named first is dead finds the cluster through another
+    masters = ",".join(f"127.0.0.1:{node.port}" for node in cluster.nodes if node.replica_of is None)
+    return {"REDIS_URL": f"redis://{masters}/0", "ARENA_QUEUE_URL": queue.url, "ARENA_COMMIT_REPLICAS": "1",
             "ARENA_COMMIT_REPLICA_TIMEOUT_MS": "1000", "ARENA_CLOCK_STALE_SECONDS": "5"}
 
 
@@ -70,6 +75,13 @@ def service(start_api: Any, start_worker: Any, service_env: dict[str, str]) -> A
     for _ in range(2):
         start_worker(**service_env)
     return api
+
+
+def test_redis_url_may_name_several_nodes() -> None:
+    assert node_urls("redis://u:p@h1:6379,h2:6380/2") == ["redis://u:p@h1:6379/2", "redis://u:p@h2:6380/2"]
+    assert node_urls("redis://h1:6379,h2:6380") == ["redis://h1:6379", "redis://h2:6380"]
+    assert node_urls("redis://h1:6379/0") == ["redis://h1:6379/0"]
+    assert node_urls("unix:///run/redis.sock") == ["unix:///run/redis.sock"]
 
 
 def test_operators_see_the_cluster_service_ready_and_backup_says_what_to_use(
@@ -202,3 +214,11 @@ def test_a_tournament_finishes_by_itself_across_a_failover_and_keeps_every_ackno
             records[match_id] = response.json()
         recorded = records[match_id]["moves"][moves_made - 1]
         assert recorded == {"seat": seat, **move}, (match_id, moves_made, recorded, move)
+    # settled, each of them (by jobs: processes started after the kill)
+    played = sum(1 for m in final["matches"] if bot_id in [s["bot"]["id"] for s in m["seats"] if s["bot"]])
+    wait_until(lambda: games_rated(api, bot_id) == played, f"the bot's {played} games to be rated", 60, 0.2)
+
+
+def games_rated(api: Api, bot_id: str) -> int:
+    ratings = api.data("query($b: ID!) { bot(id: $b) { ratings { ruleset games } } }", {"b": bot_id})["bot"]["ratings"]
+    return sum(r["games"] for r in ratings if r["ruleset"] == "WIZARD_JUNIOR")
