@@ -69,12 +69,14 @@ def service_env(cluster: EmbeddedCluster, queue: EmbeddedRedis) -> dict[str, str
 
 
 @pytest.fixture(scope="module")
-def service(start_api: Any, start_worker: Any, service_env: dict[str, str]) -> Api:
-    """An API process and two workers on the cluster (stopped with the session's)."""
+def service(start_api: Any, start_worker: Any, service_env: dict[str, str]) -> Iterator[Api]:
+    """An API process and two workers on the cluster, stopped before the cluster and the
+    queue's Redis are (the session's processes outlive this module's servers)."""
     api: Api = start_api(**service_env)
-    for _ in range(2):
-        start_worker(**service_env)
-    return api
+    workers = [start_worker(**service_env) for _ in range(2)]
+    yield api
+    for process in [api.process, *workers]:
+        process.stop()
 
 
 def test_redis_url_may_name_several_nodes() -> None:
