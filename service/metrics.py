@@ -69,6 +69,11 @@ class Metrics:
         self.errors = Counter("wizard_arena_errors", "Errors answered, by API code", ["code"], registry=self.registry)
         self.moves = Counter("wizard_arena_moves", "Moves committed, by who made them", ["by"], registry=self.registry)
         self.matches_finished = Counter("wizard_arena_matches_finished", "Matches finished", registry=self.registry)
+        self.replica_shortfalls = Counter(
+            "wizard_arena_commit_replica_shortfalls", "Commits answered with fewer replicas than "
+            "ARENA_COMMIT_REPLICAS acknowledged within ARENA_COMMIT_REPLICA_TIMEOUT_MS (a failover then could lose "
+            "them)", registry=self.registry,
+        )
         self.waits = Gauge(
             "wizard_arena_waits_open", "Waits and subscriptions open in this process (service.feed)", registry=self.registry
         )
@@ -127,15 +132,17 @@ class Metrics:
         self.waits.set_function(lambda: feed.watches)
         self.followed.set_function(lambda: feed.channels)
 
-    async def read_service(self, redis: Any, stale_seconds: float) -> None:
+    async def read_service(self, redis: Any, stale_seconds: float, queue: Any = None) -> None:
         """The service's gauges from Redis: one pipelined round trip of O(1) and O(log n)
-        commands, at most SCRAPE_REDIS_SECONDS; Redis away, ``redis_up`` 0 and the rest kept."""
+        commands, at most SCRAPE_REDIS_SECONDS; Redis away, ``redis_up`` 0 and the rest kept.
+        The job queue's length from ``queue``, RQ's Redis (``ARENA_QUEUE_URL``; None: not known)."""
         try:
             async with asyncio.timeout(SCRAPE_REDIS_SECONDS):
                 async with redis.pipeline(transaction=False) as pipe:
                     pipe.zcard(LIVE_MATCHES).zcard(DEADLINES).zrange(DEADLINES, 0, 0, withscores=True)
-                    pipe.llen(JOB_QUEUE_KEY).zcard(UNSETTLED).hvals(CLOCK_HEARTBEATS)
-                    live, pending, oldest, queued, unsettled, beats = await pipe.execute()
+                    pipe.zcard(UNSETTLED).hvals(CLOCK_HEARTBEATS)
+                    live, pending, oldest, unsettled, beats = await pipe.execute()
+                queued = None if queue is None else await queue.llen(JOB_QUEUE_KEY)
         except Exception:  # noqa: BLE001 - any failure means "Redis not reached"
             self.redis_up.set(0)
             return
@@ -144,7 +151,8 @@ class Metrics:
         self.matches_live.set(live)
         self.deadlines_pending.set(pending)
         self.deadline_lag.set(max(0.0, (now_ms - oldest[0][1]) / 1000) if oldest else 0.0)
-        self.queue_depth.set(queued)
+        if queued is not None:
+            self.queue_depth.set(queued)
         self.settlement_backlog.set(unsettled)
         ages = [(now_ms - float(beat)) / 1000 for beat in beats]
         self.clock_age.set(max(0.0, min(ages)) if ages else float("inf"))

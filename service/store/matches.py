@@ -394,7 +394,7 @@ class MatchStore:
             keys += calls[0]
             args += calls[1]
         try:
-            answer = await self.scripts.run(self._commit, keys, args)
+            answer = await self.scripts.run(self._commit, keys, args, replicated=True)
         except (RedisConnectionError, RedisTimeoutError):
             # The connection failed with the commit on it: it may have run, its answer lost.
             # If the match's latest event is this one, at this version, it did.

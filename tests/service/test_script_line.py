@@ -258,15 +258,15 @@ def test_closing_while_connecting_leaves_no_line_behind() -> None:
 class AnswerLost(ScriptLine):
     """Runs each script, then fails as a connection lost before the answer arrived would."""
 
-    async def run(self, script: Any, keys: list[Any], args: list[Any]) -> Any:
-        await super().run(script, keys, args)
+    async def run(self, script: Any, keys: list[Any], args: list[Any], replicated: bool = False) -> Any:
+        await super().run(script, keys, args, replicated)
         raise RedisConnectionError("the connection was lost before the answer (injected)")
 
 
 class NeverSent(ScriptLine):
     """Fails each script as a connection lost before the command reached Redis would."""
 
-    async def run(self, script: Any, keys: list[Any], args: list[Any]) -> Any:
+    async def run(self, script: Any, keys: list[Any], args: list[Any], replicated: bool = False) -> Any:
         raise RedisConnectionError("the connection was lost before the command was sent (injected)")
 
 
