@@ -4,13 +4,14 @@ next step (``service.domain.tournaments``), for a ladder's, its table's next ste
 (``service.domain.ladders``).
 
 A match is settled by the workers, never by the request that ended it: the commit that ends
-a match puts it in the settlement queue (``matches:unsettled``) in the same script, the
+a match puts it in its home's settlement queue (``{<home>}:unsettled``) in the same script, the
 workers' clock claims it and runs a job (``worker.jobs.settle_match``) that calls
 :meth:`Settlement.settle`; a job that a dead worker left unfinished is claimed again.
 
 Its steps, each of which may run again: the ratings (applied once, marked in the same
-script), the tournament's next step, the archive (an upsert by match id, with the rating
-changes read back), and last the match's leaving the queue with its keys set to expire. A
+script), the tournament's next step, the match's leaving its bots' open matches, the archive
+(an upsert by match id, with the rating changes read back), and last the match's leaving the
+queue with its keys set to expire. A
 worker killed between any two steps leaves the match queued, and the next run does what is
 left and repeats what is done without doubling it.
 
@@ -70,6 +71,8 @@ class Settlement:
                 ready.append(stored)
                 archived_now = self.archive is not None
             settled.append((match_id, archived_now))
+        if ready:  # (the commit that ended each did so too, unless its process died right after)
+            await self.matches.drop_open(stored.match for stored in ready)
         if ready and self.archive is not None:
             ids = [stored.match.id for stored in ready]
             ended = await self.matches.ended_ms(ids)
