@@ -116,7 +116,7 @@ async def run_clock(services: Services, queue: JobQueue, stop: asyncio.Event) ->
     while not stop.is_set():
         try:
             await heartbeat.beat()
-            await sweep_once(services)
+            upcoming = await sweep_once(services)
             now = time.monotonic()
             if now >= next_settle:
                 next_settle = now + SETTLE_EVERY
@@ -130,7 +130,6 @@ async def run_clock(services: Services, queue: JobQueue, stop: asyncio.Event) ->
             if now >= next_ladders and (ladder_pass is None or ladder_pass.done()):
                 next_ladders = now + services.settings.ladder_pair_seconds
                 ladder_pass = asyncio.create_task(pair_ladders(services))
-            upcoming = await services.matches.next_due_ms()
             outage.recovered()
         except Exception as error:  # noqa: BLE001 - keep the clock running, whatever failed (outage.after reports it)
             # Redis away (restarting, say): said once, when it starts, and once when it ends

@@ -588,13 +588,11 @@ class MatchService:
         logs.match_id.set(match_id)  # the sweeper runs each match as a task of its own
         return await self._act_for_seats(match_id, overdue_only=True)
 
-    async def due(self, limit: int) -> list[str]:
-        """Matches whose deadline (or whose time to be filled) has passed, the earliest first."""
-        return await self.matches.due_deadlines(now_ms(), limit)
-
-    async def next_due_ms(self) -> int | None:
-        """When the next match falls due (None: none is waiting for anything)."""
-        return await self.matches.next_deadline()
+    async def due(self, limit: int) -> tuple[list[str], int | None]:
+        """Matches whose deadline (or whose time to be filled) has passed, the earliest first,
+        and when to look again (None: no match is waiting for anything); see
+        :meth:`MatchStore.deadlines`."""
+        return await self.matches.deadlines(now_ms(), limit)
 
     async def resync_deadline(self, match_id: str) -> None:
         """Put the deadline index right for one match (after a sweep found nothing due)."""

@@ -36,6 +36,9 @@ from service.store.clock import now_ms
 from service.store.matches import MatchStore
 from service.store.tournaments import tournament_of
 
+#: when a match whose tournament another run held is claimed again
+HELD_RETRY_SECONDS = 1
+
 
 class Settlement:
     def __init__(
@@ -63,10 +66,12 @@ class Settlement:
         holds stays queued. ArchiveUnavailable: done but for the archive; all stay queued."""
         settled: list[tuple[str, bool]] = []
         ready = []
+        held: list[str] = []
         for match_id, stored in zip(match_ids, await self.matches.load_many(match_ids), strict=True):
             archived_now = False  # (a match not found, or not ended, is only taken off the queue)
             if stored is not None and stored.match.ended:
                 if not await self._rate_or_advance(stored.match):
+                    held.append(match_id)
                     continue
                 ready.append(stored)
                 archived_now = self.archive is not None
@@ -88,6 +93,8 @@ class Settlement:
                 raise ArchiveUnavailable(f"matches {', '.join(ids)}: {_reason(error)}") from error
         if settled:
             await self.matches.settled(settled)
+        if held:  # claimed again soon, not when their claims lapse: the tournament's run is short
+            await self.matches.retry_settling(held, HELD_RETRY_SECONDS)
 
     async def _rate_or_advance(self, match: LiveMatch) -> bool:
         """A match's rating change, or its tournament's next step; False when another run
