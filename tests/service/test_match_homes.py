@@ -15,6 +15,7 @@ import secrets
 import pytest
 from redis.crc import key_slot
 
+from service.domain.listings import MatchFilter
 from service.domain.services import Services
 from service.model.homes import HOMES, home_of_match, homed_match_id, new_match_id
 from service.model.live_match import LiveMatch, MatchStatus, SeatHolder
@@ -238,5 +239,38 @@ def test_the_sweeper_reads_every_home_in_one_round_earliest_first(services):
             for match_id in spread + crowded:
                 await store.set_due(match_id, None)
         assert [await services.redis.zscore(match_home_key(m, "deadlines"), m) for m in spread + crowded] == [None] * 45
+
+    run(services, work())
+
+
+def test_the_live_listing_merges_every_homes_set_newest_first_paged_without_skips_or_repeats(services):
+    tournament = f"t-{secrets.token_hex(4)}"  # (a filter only these matches pass)
+    base = now_ms()
+    matches = []
+    for n in range(30):
+        match = live_match(ruleset="WIZARD_JUNIOR", timeout_ms=600_000, tournament=tournament)
+        match.settings.created_at_ms = base + n // 3  # three at each time: ties ordered by id
+        matches.append(match)
+    assert len({home_of_match(m.id) for m in matches}) > 10
+    expected = [m.id for m in sorted(matches, key=lambda m: (m.settings.created_at_ms, m.id), reverse=True)]
+
+    async def work() -> None:
+        store = services.matches.matches
+        try:
+            for match in matches:
+                assert await store.create(match)
+            listed: list[str] = []
+            after = None
+            while True:
+                page = await services.listings.match_page(MatchFilter(tournament_id=tournament), 7, after)
+                listed += [match.id for _, match in page.entries]
+                if not page.has_next:
+                    break
+                after = page.end_cursor
+            assert listed == expected
+        finally:
+            for match in matches:
+                await store.set_due(match.id, None)
+            await store.settled([(m.id, True) for m in matches])  # off the live sets, keys expiring
 
     run(services, work())
