@@ -15,7 +15,7 @@ import os
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -588,11 +588,10 @@ class MatchService:
         logs.match_id.set(match_id)  # the sweeper runs each match as a task of its own
         return await self._act_for_seats(match_id, overdue_only=True)
 
-    async def due(self, limit: int) -> tuple[list[str], int | None]:
-        """Matches whose deadline (or whose time to be filled) has passed, the earliest first,
-        and when to look again (None: no match is waiting for anything); see
-        :meth:`MatchStore.deadlines`."""
-        return await self.matches.deadlines(now_ms(), limit)
+    async def earliest_deadlines(self, homes: Sequence[int | None], count: int) -> list[list[tuple[str, int]]]:
+        """Each home's ``count`` earliest matches in the sweeper's index, with when each falls
+        due (its deadline, or its time to be filled), earliest first."""
+        return await self.matches.earliest_deadlines(homes, count)
 
     async def resync_deadline(self, match_id: str) -> None:
         """Put the deadline index right for one match (after a sweep found nothing due)."""

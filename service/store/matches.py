@@ -233,11 +233,6 @@ def _hooked(bot_ids: Iterable[str]) -> str:
     return "|" + "".join(f"{bot}|" for bot in sorted(bot_ids))
 
 
-#: how many of each home's earliest deadlines one sweep reads (a home with more due is read
-#: again at once: matches spread evenly over the homes, so this is rarely more than enough)
-SWEEP_PER_HOME = 3
-
-
 class CorruptMatch(RuntimeError):
     """What Redis holds of a match cannot be read: the server's fault (a bug, or a format this
     version does not know), never the client's, so it is answered as an internal error."""
@@ -677,26 +672,11 @@ class MatchStore:
         else:
             await self.redis.zadd(key, {match_id: due_ms})
 
-    async def deadlines(self, now: int, limit: int) -> tuple[list[str], int | None]:
-        """The matches whose time in the sweeper's index has come, earliest first (at most
-        ``limit``, and :data:`SWEEP_PER_HOME` of each home), and when the sweeper must look
-        again: the next time after them (``now`` when there may be more due than were read;
-        None when nothing waits). One pipelined round over every home: the cluster client
-        sends each node its homes' reads at once."""
+    async def earliest_deadlines(self, homes: Sequence[int | None], count: int) -> list[list[tuple[str, int]]]:
+        """Each home's ``count`` earliest entries in the sweeper's index (match, when due),
+        earliest first: one pipelined round, which the cluster client sends each node at once."""
         async with self.redis.pipeline(transaction=False) as pipe:
-            for home in ALL_HOMES:
-                pipe.zrange(home_key(home, "deadlines"), 0, SWEEP_PER_HOME - 1, withscores=True)
-            homes = await pipe.execute()
-        due: list[tuple[float, bytes]] = []
-        upcoming: float | None = None
-        for rows in homes:
-            later = [score for _, score in rows if score > now]
-            due += [(score, match_id) for match_id, score in rows if score <= now]
-            if later or len(rows) == SWEEP_PER_HOME:
-                first = later[0] if later else now  # (all those read are due: more may be)
-                upcoming = first if upcoming is None else min(upcoming, first)
-        due.sort()
-        if len(due) > limit:
-            del due[limit:]
-            upcoming = now
-        return [match_id.decode() for _, match_id in due], None if upcoming is None else int(upcoming)
+            for home in homes:
+                pipe.zrange(home_key(home, "deadlines"), 0, count - 1, withscores=True)
+            read = await pipe.execute()
+        return [[(match_id.decode(), int(due)) for match_id, due in rows] for rows in read]

@@ -30,8 +30,9 @@ from service.store.keys import (
     match_home_key,
     match_key,
 )
-from service.store.matches import SWEEP_PER_HOME, WaitingFull
+from service.store.matches import WaitingFull
 from tests.service.conftest import first_action, house, live_match
+from worker.deadlines import PER_HOME, TRUST_SECONDS, Sweeper
 
 HOME_NAMES = ("deadlines", "unsettled", "settle-claims", "live", "webhook-calls")
 
@@ -216,29 +217,29 @@ def ids_in_homes(homes: list[int]) -> list[str]:
     return [drawn[h].pop() for h in homes]
 
 
-def test_the_sweeper_reads_every_home_in_one_round_earliest_first(services):
+def test_the_sweeper_reads_the_homes_earliest_deadlines_in_one_round(services):
     store = services.matches.matches
     spread = ids_in_homes(list(range(40)))  # one match in each of 40 homes
-    crowded = ids_in_homes([50] * (SWEEP_PER_HOME + 2))  # more due in one home than one round reads
+    crowded = ids_in_homes([50] * (PER_HOME + 2))  # more due in one home than one read takes
 
     async def work() -> None:
         try:  # (other tests' matches are due at today's times, much later than these)
-            for n, match_id in enumerate(spread):
+            for n, match_id in enumerate(spread + crowded):
                 await store.set_due(match_id, 1000 + n)
-            due, upcoming = await store.deadlines(1019, limit=100)
-            assert due == spread[:20] and upcoming == 1020  # the next after them
-            due, upcoming = await store.deadlines(10_000, limit=5)
-            assert due == spread[:5] and upcoming == 10_000  # more due than taken: look again at once
-            for match_id in spread:
-                await store.set_due(match_id, None)
-            for n, match_id in enumerate(crowded):
-                await store.set_due(match_id, 2000 + n)
-            due, upcoming = await store.deadlines(10_000, limit=100)
-            assert due == crowded[:SWEEP_PER_HOME] and upcoming == 10_000
+            read = await store.earliest_deadlines(list(range(40)) + [50], PER_HOME)
+            assert [rows[0] for rows in read[:40]] == [(match_id, 1000 + n) for n, match_id in enumerate(spread)]
+            assert read[40] == [(match_id, 1040 + n) for n, match_id in enumerate(crowded[:PER_HOME])]
+            # none of these matches exists: the sweep finds nothing to do and takes them out
+            sweeper = Sweeper(services)
+            assert await sweeper.sweep() <= now_ms()  # the crowded home has more due: at once again
+            assert [await services.redis.zscore(match_home_key(m, "deadlines"), m) for m in spread] == [None] * 40
+            await sweeper.sweep()
+            assert [await services.redis.zscore(match_home_key(m, "deadlines"), m) for m in crowded] == [None] * 5
+            # it looks again when a home's trust runs out, soon
+            assert await sweeper.sweep() <= now_ms() + 1000 * TRUST_SECONDS
         finally:
             for match_id in spread + crowded:
                 await store.set_due(match_id, None)
-        assert [await services.redis.zscore(match_home_key(m, "deadlines"), m) for m in spread + crowded] == [None] * 45
 
     run(services, work())
 
