@@ -534,6 +534,11 @@ class MatchStore:
         happen (settlement drops an ended match from its bots' open matches, a waiting match's
         entry lapses at its time, readers ignore the rest), so a failure here is only logged:
         the commit stands."""
+        leaves_waiting = event["t"] in ("join", "abort") and match.settings.waiting_until_ms is not None and (
+            match.status is not MatchStatus.WAITING
+        )
+        if joining is None and not match.ended and event["t"] != "leave" and not leaves_waiting:
+            return  # a move: nothing of its bots' changes (the hot path makes no round trip here)
         try:
             async with self.redis.pipeline(transaction=False) as pipe:
                 if joining is not None:
@@ -543,9 +548,7 @@ class MatchStore:
                         pipe.srem(bot_matches_key(bot_id), match.id)
                 elif event["t"] == "leave":
                     pipe.srem(bot_matches_key(event["bot"]), match.id)
-                if event["t"] in ("join", "abort") and match.settings.waiting_until_ms is not None and (
-                    match.status is not MatchStatus.WAITING
-                ):
+                if leaves_waiting:
                     pipe.zrem(bot_waiting_key(match.settings.created_by), match.id)
                 await pipe.execute()
             if event["t"] == "leave":
