@@ -275,3 +275,23 @@ def test_the_live_listing_merges_every_homes_set_newest_first_paged_without_skip
             await store.settled([(m.id, True) for m in matches])  # off the live sets, keys expiring
 
     run(services, work())
+
+
+def test_a_bot_that_leaves_a_match_leaves_its_open_matches_and_joining_again_notes_it_again(services):
+    bot_id = bots("leaver", 1)[0]
+    match = live_match(ruleset="WIZARD_JUNIOR", timeout_ms=600_000)
+    store = services.matches.matches
+
+    async def work() -> None:
+        assert await store.create(match)
+        for _ in range(2):
+            assert await store.commit(match, match.join(0, SeatHolder(bot_id, "Leaver"), now_ms()))
+            assert await services.redis.sismember(bot_matches_key(bot_id), match.id)
+            assert await store.commit(match, match.leave(0))
+            assert not await services.redis.sismember(bot_matches_key(bot_id), match.id)
+        assert await store.commit(match, match.join(0, SeatHolder(bot_id, "Leaver"), now_ms()))
+        await store.commit(match, match.abort("test over"))
+        assert not await services.redis.sismember(bot_matches_key(bot_id), match.id)
+        await store.settled([(match.id, False)])
+
+    run(services, work())
