@@ -338,10 +338,18 @@ class TournamentService:
 
     async def _advance(self, tid: str) -> None:
         t = await self.store.load(tid)
-        if t is None:
-            return
         now = now_ms()
+        if t is None:
+            await self.store.drop_abandoned(tid, now)  # a creation cut short before the tournament was stored
+            return
+        if t.status.over:
+            if await self.store.is_active(tid):  # an end cut short before it left the active ones
+                await self.store.unlist_ended(tid, t.finished_ms or now)
+            return
         if t.status is TournamentStatus.SCHEDULED:
+            # a creation cut short after the tournament was stored is completed (its bots told
+            # only while they can still answer), and it is due at its start again
+            await self.store.make_visible(t, tell=now < t.spec.starts_at_ms)
             if now < t.spec.starts_at_ms:
                 return
             if len(t.entrants) < 2:

@@ -51,7 +51,8 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
   ``{tn:<id>}:slots`` hash: table id -> table (JSON); ``{tn:<id>}:results`` hash: match id ->
   result (JSON); ``{tn:<id>}:invitations`` hash: bot id -> its invitation (JSON);
   ``{tn:<id>}:lock`` held by the one run advancing it; ``tournaments:active``
-  sorted set: tournaments due or running, by start time
+  sorted set: tournaments due or running, by start time (by now while a creation or an end is
+  under way, so that the clock completes one cut short: ``service.store.tournaments``)
 - ``matches:live``     sorted set: matches not yet archived, by when they were created (ms): the
   live half of the listings (``service.domain.listings``); a match leaves it when settlement
   has archived it
@@ -68,7 +69,9 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
 - ``{b:<id>}:bot``     also webhook (URL), webhook_secret, webhook_failures (in a row),
   webhook_error, webhook_error_at, webhook_paused_until (ms)
 - ``tournaments:listed`` sorted set: tournaments by when they were created (ms), for the
-  listings; one the archive holds is read from there (and leaves this set)
+  listings; one the archive holds is read from there (and leaves this set);
+  ``tournaments:unarchived`` sorted set: ended tournaments the archive awaits, by when they
+  ended; ``archive-claim:<id>`` held while one's archiving job is queued or running
 - ``ladders`` set: the ladders (``<ruleset>:<players>``) any bot ever joined, for the workers'
   pairing passes (``service.domain.ladders``); per ladder: ``ladder:<ladder>:members`` sorted
   set: bot id by when it joined; ``ladder:<ladder>:tables`` hash: table id -> table (JSON) for
