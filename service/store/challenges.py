@@ -36,10 +36,12 @@ KEPT_AFTER_EXPIRY_MS = 7 * 86_400_000
 
 # Make a challenge, unless its challenger has as many waiting matches and open challenges as
 # the limit: {-1, the earliest of them to end}. It counts among the waiting until its expiry
-# and is listed for its challenger.
+# and is listed for its challenger. Waiting entries past their time are dropped first, as
+# MatchStore does before it counts them: by then the match is aborted, the challenge expired.
 # KEYS: challenge, the challenger's waiting, the challenger's list (all in its slot).
 # ARGV: id, data, seed, limit, expires (ms), created (ms), kept (ms), listed per bot.
 CREATE_CHALLENGE = """
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[6])
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then
   return {-1, redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')[2]}
 end
