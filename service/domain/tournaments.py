@@ -7,7 +7,9 @@ table twice (a worker died half way and another retried) changes nothing. Everyt
 idempotent and safe to run again at any time: the workers call :meth:`TournamentService.advance`
 whenever a tournament's match ends, and their clock every half second for tournaments due or
 running. An ended match's rating change is applied by :mod:`service.domain.settlement`, its
-result written only if absent.
+result written only if absent. The clock's look also completes what a process that died half
+way through a creation or an end left undone (the store makes such a tournament due at once:
+:mod:`service.store.tournaments`).
 """
 
 from __future__ import annotations
