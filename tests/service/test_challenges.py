@@ -454,3 +454,24 @@ def test_a_cancel_its_process_stored_but_did_not_publish_is_published_by_the_clo
     assert stored.status is ChallengeStatus.CANCELLED and not counted
     assert offered and due <= now_ms() + START_GRACE_MS  # still offered (readers see it CANCELLED), due soon
     assert not offered_after and due_after is None
+
+
+def test_of_commits_racing_from_one_version_one_applies(services: Any) -> None:
+    """Five bots' accepts of one open challenge, each decided on the same version read and
+    committed at once: the compare-and-set (in the challenger's slot) lets one through."""
+    challenger = Caller(secrets.token_hex(8), "challenger")
+
+    async def work() -> tuple[list[bool], Any]:
+        svc = services.challenges
+        try:
+            made = await svc.create(challenger, NewChallenge(ruleset="WIZARD_JUNIOR", players=3))
+            read = await svc.store.load(made.id)
+            answers = [read.answered(secrets.token_hex(8), f"bot {n}", ChallengeAnswer.ACCEPTED, now_ms(), None)
+                       for n in range(5)]
+            applied = await asyncio.gather(*(svc._commit(read, after, after.accepted[0]) for after in answers))
+            return list(applied), await svc.store.load(made.id)
+        finally:
+            await services.close()
+
+    applied, stored = asyncio.run(work())
+    assert applied.count(True) == 1 and stored.version == 2 and len(stored.accepted) == 1
