@@ -332,14 +332,15 @@ class ChallengeService:
         if read is None:  # gone, or its making refused or cut short before it was stored
             await self.store.not_due(challenge_id)
         elif read.status is ChallengeStatus.ACCEPTED:
-            await self.store.publish(read, now + START_GRACE_MS, read.involves())
+            await self.store.publish(read, read.involves())
             await self._start(read)
         elif read.status is ChallengeStatus.OPEN:
             seen = read.seen(now)
             if seen.status is ChallengeStatus.EXPIRED:  # (a race lost: the next round sees it again)
                 await self._commit(read, seen, None)
             else:
-                waiting_for = [r.bot_id for r in read.replies if _awaits_answer(read, r.bot_id)]
-                await self.store.publish(read, read.expires_ms, waiting_for)
+                await self.store.publish(read, [r.bot_id for r in read.replies if _awaits_answer(read, r.bot_id)])
+                await self.store.due_at(read.id, read.expires_ms)
         else:
-            await self.store.publish(read, None, read.involves())
+            await self.store.publish(read, read.involves())
+            await self.store.not_due(read.id)

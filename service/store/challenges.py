@@ -100,15 +100,17 @@ class ChallengeStore:
         if made == -1:
             await self.not_due(challenge.id)
             raise TooManyWaiting(int(float(earliest)))
-        await self.publish(challenge, challenge.expires_ms, tell)
+        await self.publish(challenge, tell)
+        await self.due_at(challenge.id, challenge.expires_ms)
 
     async def commit(
         self, before: Challenge, after: Challenge, due_ms: int | None, tell: Sequence[str], repair_at_ms: int | None
     ) -> bool:
         """Store ``after`` if the challenge is still at ``before``'s version, then publish it
-        (due at ``due_ms``; None: no longer due) and tell the bots ``tell``; False: it changed
-        meanwhile (or is gone), decide again. With ``repair_at_ms``, due then meanwhile (not
-        later than it was), for the clock to publish it should this process die before."""
+        and tell the bots ``tell``; False: it changed meanwhile (or is gone), decide again. A
+        change of status (``repair_at_ms`` given) is due then meanwhile (not later than it
+        was), for the clock to publish it should this process die before, and at ``due_ms``
+        after (None: no longer due); any other change leaves when it is due alone."""
         if repair_at_ms is not None:
             await self.due_by(before.id, repair_at_ms)
         leaves_open = before.status is ChallengeStatus.OPEN and after.status is not ChallengeStatus.OPEN
@@ -118,13 +120,16 @@ class ChallengeStore:
         )
         if int(version) <= 0:
             return False
-        await self.publish(after, due_ms, tell)
+        await self.publish(after, tell)
+        if repair_at_ms is not None:
+            await self.due_at(before.id, due_ms)
         return True
 
-    async def publish(self, challenge: Challenge, due_ms: int | None, tell: Sequence[str]) -> None:
+    async def publish(self, challenge: Challenge, tell: Sequence[str]) -> None:
         """What lies outside the challenge's slot, as the challenge stands: listed for every bot
         it involves, among the open challenges while it is OPEN and names nobody; then the bots
-        ``tell`` told; then due at ``due_ms`` (None: no longer due). Idempotent."""
+        ``tell`` told. Idempotent. (When it is due is written after, by :meth:`due_at`: last,
+        so that the clock's early look stands until all of it is written.)"""
         c = challenge
         async with self.redis.pipeline(transaction=False) as pipe:
             for bot_id in c.involves():
@@ -137,10 +142,13 @@ class ChallengeStore:
             await pipe.execute()
         for bot_id in tell:  # (a Cluster's pipelines refuse PUBLISH)
             await self.redis.publish(bot_invited_channel(bot_id), challenge_notice(c.id))
+
+    async def due_at(self, challenge_id: str, due_ms: int | None) -> None:
+        """The clock looks at the challenge at ``due_ms`` (None: never again)."""
         if due_ms is None:
-            await self.not_due(c.id)
+            await self.not_due(challenge_id)
         else:
-            await self.redis.zadd(CHALLENGES_DUE, {c.id: due_ms})
+            await self.redis.zadd(CHALLENGES_DUE, {challenge_id: due_ms})
 
     async def load(self, challenge_id: str) -> Challenge | None:
         return (await self.load_many([challenge_id]))[0]
