@@ -648,7 +648,7 @@ def test_settle_leaves_a_tournament_match_queued_while_another_run_holds_the_tou
         try:
             # an ended match of the tournament, queued for settlement by its last commit
             match = await ended_by_its_last_commit(
-                services, live_match(ruleset="WIZARD_JUNIOR", tournament=t.id, match_id=f"{t.id}-r1t0-0")
+                services, live_match(ruleset="WIZARD_JUNIOR", tournament=t.id, match_id=t.match_ids("r1t0")[0])
             )
             assert await services.redis.zscore(UNSETTLED, match.id) is not None
 
