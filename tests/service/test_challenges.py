@@ -475,3 +475,22 @@ def test_of_commits_racing_from_one_version_one_applies(services: Any) -> None:
 
     applied, stored = asyncio.run(work())
     assert applied.count(True) == 1 and stored.version == 2 and len(stored.accepted) == 1
+
+
+def test_waiting_entries_past_their_time_hold_no_place_of_the_challengers_limit(services: Any, redis_client: Any) -> None:
+    """The challenger's waiting set is full, but only of entries past their time (a challenge
+    expired, a match past its abort, whose step that was to drop them died): a new challenge
+    is made, and they are gone."""
+    challenger = Caller(secrets.token_hex(8), "challenger")
+    waiting = bot_waiting_key(challenger.bot_id)
+    limit = services.settings.waiting_matches_per_bot
+    redis_client.zadd(waiting, {f"gone-{n}": now_ms() - 1_000 for n in range(limit)})
+
+    async def work() -> Any:
+        try:
+            return await services.challenges.create(challenger, NewChallenge(ruleset="WIZARD_JUNIOR", players=3))
+        finally:
+            await services.close()
+
+    made = asyncio.run(work())
+    assert [m.decode() for m in redis_client.zrange(waiting, 0, -1)] == [made.id]
