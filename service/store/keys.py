@@ -38,13 +38,17 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
   ``{b:<id>}:invited`` pub/sub channel: what the bot is offered and must answer: a tournament's
   id when it is invited to it, ``c:<challenge id>`` when a challenge it made or is named in
   is made or changes (``service.domain.invitations`` reads both on one stream)
-- ``{c:<id>}:challenge`` hash: version, data (JSON: the challenge, ``service.model.challenge``),
-  seed (the match's, drawn at creation, never shown); ``{b:<id>}:challenges`` sorted set: the
-  challenges the bot made or is named in, by when made (its latest 100);
-  ``challenges:open`` sorted set: OPEN challenges that name nobody (anyone may accept), by when
-  they expire; ``challenges:due`` sorted set: challenges by when the workers' clock must look at
-  them (an OPEN one's expiry; an ACCEPTED one's match, should the accepting process die before
-  making it)
+- ``{b:<challenger>}:challenge:<rest>`` hash (the challenge ``<challenger>-<rest>``, in its
+  challenger's slot, beside the ``{b:<id>}:waiting`` it counts among; ``{c:<id>}:challenge`` for
+  one made before, one server only): version, data (JSON: the challenge,
+  ``service.model.challenge``), seed (the match's, drawn at creation, never shown);
+  ``{b:<id>}:challenges`` sorted set: the challenges the bot made or is named in, by when made
+  (its latest 100); ``challenges:open`` sorted set: OPEN challenges that name nobody (anyone
+  may accept), by when they expire; ``challenges:due`` sorted set: challenges by when the
+  workers' clock must look at them (an OPEN one's expiry; an ACCEPTED one's match, should the
+  accepting process die before making it; a few seconds after a challenge is made or changes
+  status, until the other bots' lists, the open ones and the telling are written, should the
+  process die before: ``service.store.challenges``)
 - ``{t:<sha256>}:rate`` a token's request bucket
 - ``registrations:<address>`` bots registered from a client address this hour
 - ``matches:unsettled`` sorted set: ended matches not yet settled, by when they ended;
@@ -62,7 +66,8 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
   ``{tn:<id>}:slots`` hash: table id -> table (JSON); ``{tn:<id>}:results`` hash: match id ->
   result (JSON); ``{tn:<id>}:invitations`` hash: bot id -> its invitation (JSON);
   ``{tn:<id>}:lock`` held by the one run advancing it; ``tournaments:active``
-  sorted set: tournaments due or running, by start time
+  sorted set: tournaments due or running, by start time (by now while a creation or an end is
+  under way, so that the clock completes one cut short: ``service.store.tournaments``)
 - ``matches:live``     sorted set: matches not yet archived, by when they were created (ms): the
   live half of the listings (``service.domain.listings``); a match leaves it when settlement
   has archived it
@@ -79,7 +84,9 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
 - ``{b:<id>}:bot``     also webhook (URL), webhook_secret, webhook_failures (in a row),
   webhook_error, webhook_error_at, webhook_paused_until (ms)
 - ``tournaments:listed`` sorted set: tournaments by when they were created (ms), for the
-  listings; one the archive holds is read from there (and leaves this set)
+  listings; one the archive holds is read from there (and leaves this set);
+  ``tournaments:unarchived`` sorted set: ended tournaments the archive awaits, by when they
+  ended; ``archive-claim:<id>`` held while one's archiving job is queued or running
 - ``ladders`` set: the ladders (``<ruleset>:<players>``) any bot ever joined, for the workers'
   pairing passes (``service.domain.ladders``); per ladder: ``ladder:<ladder>:members`` sorted
   set: bot id by when it joined; ``ladder:<ladder>:tables`` hash: table id -> table (JSON) for
@@ -110,6 +117,8 @@ a home (one made before homes, on one Redis server) uses the unsharded keys name
 """
 
 from __future__ import annotations
+
+import secrets
 
 from service.model.homes import HOME_TAGS, home_of_match
 
@@ -283,8 +292,20 @@ def bot_invited_channel(bot_id: str) -> bytes:
     return f"{{b:{bot_id}}}:invited".encode()
 
 
+def new_challenge_id(challenger_id: str) -> str:
+    """A new challenge's id: its challenger's id and 12 random hex digits, so that its key
+    (:func:`challenge_key`) lies in its challenger's slot, beside the challenger's waiting
+    matches it counts among (one script makes it and holds the limit)."""
+    return f"{challenger_id}-{secrets.token_hex(6)}"
+
+
 def challenge_key(challenge_id: str) -> str:
-    return f"{{c:{challenge_id}}}:challenge"
+    """A challenge's hash: ``{b:<challenger>}:challenge:<rest>`` (:func:`new_challenge_id`);
+    ``{c:<id>}:challenge`` for a challenge made before (an id without ``-``, one server only)."""
+    challenger, _, own = challenge_id.rpartition("-")
+    if not challenger:
+        return f"{{c:{challenge_id}}}:challenge"
+    return f"{{b:{challenger}}}:challenge:{own}"
 
 
 def bot_challenges_key(bot_id: str) -> str:
