@@ -24,6 +24,7 @@ table then."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 from collections.abc import Sequence
@@ -118,7 +119,7 @@ return 1
 
 # What a pairing pass reads of each member, in one command for the bots of one slot (on one
 # server: all of them; a pipeline of four commands a bot cost a pass over 1,000 bots most of
-# its time in the client). KEYS: per bot its hash, its ladder state and its ladders. ARGV: the
+# its time in the client; on a cluster: one call a bot, all at once). KEYS: per bot its hash, its ladder state and its ladders. ARGV: the
 # ladder, its places' field prefix. Answer: per bot {name, retired, paused, reason, playing,
 # joined, {tables it holds a place at in this ladder}}.
 READ_FACTS = """
@@ -217,6 +218,7 @@ class LadderStore:
         self._store_table = redis.register_script(STORE_TABLE)
         self._release_place = redis.register_script(RELEASE_PLACE)
         self._unlock = redis.register_script(UNLOCK)
+        self._read_facts = redis.register_script(READ_FACTS)
         self._migrate = redis.register_script(MIGRATE_UNSHARDED)
         #: whether this process has seen the ladders in their layout (on a cluster: always)
         self._laid_out = clustered(redis)
@@ -298,14 +300,14 @@ class LadderStore:
         places at its tables: one script for the bots of each slot, all in one round trip."""
         if not bot_ids:
             return []
-        sha = await self.redis.script_load(READ_FACTS)  # (on every master of a cluster)
         groups = self._by_slot(bot_ids)
         prefix = ladder_seat_field(ladder, "")
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for group in groups:
-                keys = [k for b in group for k in (bot_key(b), bot_ladder_state_key(b), bot_ladders_key(b))]
-                pipe.evalsha(sha, len(keys), *keys, ladder, prefix)
-            answers = await pipe.execute()
+        # (at once: a cluster client's pipelines refuse scripts)
+        answers = await asyncio.gather(*(
+            self._read_facts(keys=[k for b in group for k in (bot_key(b), bot_ladder_state_key(b), bot_ladders_key(b))],
+                             args=[ladder, prefix])
+            for group in groups
+        ))
         rows = {b: row for group, answer in zip(groups, answers, strict=True) for b, row in zip(group, answer, strict=True)}
         facts = []
         for bot_id in bot_ids:

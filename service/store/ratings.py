@@ -119,6 +119,17 @@ return claimed
 """
 
 
+# A refit's board and fitted hash, written aside, made the ones read at once; nothing when
+# another refit published them first (its staged keys are gone). KEYS: staged board, board,
+# staged fitted, fitted.
+PUBLISH_FIT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('RENAME', KEYS[1], KEYS[2])
+redis.call('RENAME', KEYS[3], KEYS[4])
+return 1
+"""
+
+
 #: how many leaderboard places are read at a time when provisional bots are left out
 LEADERBOARD_SLICE = 500
 #: how deep such a read goes at most (one request reads no more of a big board than this)
@@ -183,6 +194,7 @@ class RatingStore:
         self._apply = redis.register_script(APPLY_RATINGS)
         self._claim_fit_requests = redis.register_script(CLAIM_FIT_REQUESTS)
         self._migrate = redis.register_script(MIGRATE_UNSHARDED)
+        self._publish_fit = redis.register_script(PUBLISH_FIT)
         #: whether this process has seen the ratings in their layout (on a cluster: always)
         self._laid_out = clustered(redis)
 
@@ -265,21 +277,21 @@ class RatingStore:
     async def store_fit(
         self, ruleset: str, ratings: dict[str, float], games: dict[str, int], deviations: dict[str, float]
     ) -> None:
-        """Replace the fitted leaderboard at once (a rename, in the ruleset's slot), so readers
-        never see half of it; beside each rating, its games and deviation (JSON)."""
+        """Replace the fitted leaderboard at once, so readers never see half of it: written
+        aside (one transaction), then renamed into place (one script: a cluster's pipelines
+        refuse RENAME; both keys are in the ruleset's slot); beside each rating, its games and
+        deviation (JSON)."""
+        if not ratings:
+            return
         await self._layout()
-        staging = f"{leaderboard_key(ruleset, 'FITTED')}:staging"
+        board, fitted = leaderboard_key(ruleset, "FITTED"), fitted_ratings_key(ruleset)
+        staged = [f"{board}:staging", f"{fitted}:staging"]
         async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.delete(staging, f"{fitted_ratings_key(ruleset)}:staging")
-            if ratings:
-                pipe.zadd(staging, ratings)
-                pipe.hset(
-                    f"{fitted_ratings_key(ruleset)}:staging",
-                    mapping={b: json.dumps({"games": games[b], "deviation": deviations[b]}) for b in ratings},
-                )
-                pipe.rename(staging, leaderboard_key(ruleset, "FITTED"))
-                pipe.rename(f"{fitted_ratings_key(ruleset)}:staging", fitted_ratings_key(ruleset))
+            pipe.delete(*staged)
+            pipe.zadd(staged[0], ratings)
+            pipe.hset(staged[1], mapping={b: json.dumps({"games": games[b], "deviation": deviations[b]}) for b in ratings})
             await pipe.execute()
+        await self._publish_fit(keys=[staged[0], board, staged[1], fitted])
 
     async def leaderboard(self, ruleset: str, method: str, first: int, offset: int, min_games: int) -> list[LeaderRow]:
         """``first`` bots by rating from ``offset``, among those with ``min_games`` games or more

@@ -122,14 +122,25 @@ def member(api: Api, ruleset: str, players: int, bot_id: str) -> dict[str, Any] 
     return next((r for r in rows if r["bot"]["id"] == bot_id), None)
 
 
+#: the pairing locks this module's tests took, released by ``let_go`` however a test ends
+TAKEN: list[tuple[str, str]] = []
+
+
 async def pass_lock(store: LadderStore, ladder: str) -> str:
     """The ladder's pairing lock, as a pass takes it (waiting for a worker's pass to let go)."""
     for _ in range(200):
         token = await store.lock(ladder, 30)
         if token is not None:
+            TAKEN.append((ladder, token))
             return token
         await asyncio.sleep(0.05)  # (a bounded poll: a worker's pass holds it for milliseconds)
     raise AssertionError(f"the pairing lock of {ladder} stayed taken")
+
+
+async def let_go(store: LadderStore) -> None:
+    """The locks the test took, released (one that failed half way leaves none to the next)."""
+    while TAKEN:
+        await store.unlock(*TAKEN.pop())
 
 
 def test_sdk_bots_on_the_ladder_play_rated_matches_and_move_the_ratings_with_no_organiser(
@@ -283,8 +294,8 @@ def test_a_table_a_dead_pass_stored_but_never_started_is_started_by_the_next_or_
                 table = {"seats": seats, "seed": f"seed-{table_id}", "duplicate": False,
                          "created": int(time.time() * 1000) - age_ms}
                 assert await store.store_table("WIZARD_JUNIOR:6", token, table_id, table, 1, ids, ids, 10)
-            await store.unlock("WIZARD_JUNIOR:6", token)
         finally:
+            await let_go(store)
             await redis.aclose()
 
     asyncio.run(a_pass_dies_after_storing_its_tables())
@@ -413,6 +424,7 @@ def test_an_old_unstarted_table_whose_first_match_was_made_is_kept_in_play(servi
             assert [f.playing for f in await store.facts(ladder, ids)] == [1, 1, 1]
             await store.drop_table(ladder, table_id, ids)  # (tidy: no other test meets it)
         finally:
+            await let_go(services.ladders.store)
             await services.close()
 
     asyncio.run(run())
@@ -458,6 +470,7 @@ def test_a_bots_ladders_count_its_matches_per_ladder_without_reading_any_ladders
             for ladder in ("WIZARD:3", "WIZARD_JUNIOR:3"):
                 await store.leave(ladder, ids[0])
         finally:
+            await let_go(services.ladders.store)
             await services.close()
 
     asyncio.run(run())
@@ -515,6 +528,7 @@ def test_the_meetings_a_pass_reads_are_those_of_the_bots_asked_about_with_each_o
                 frozenset((a, b)): 2, frozenset((a, d)): 1, frozenset((b, d)): 1}
             assert await store.meetings_among(ladder, [c]) == {}
         finally:
+            await let_go(services.ladders.store)
             await services.close()
 
     asyncio.run(run())
@@ -551,6 +565,7 @@ def test_a_bot_retired_or_paused_after_the_pass_read_it_is_seated_at_no_new_tabl
             await store.drop_table(ladder, table_id, ids[2:])
             await store.unlock(ladder, token)
         finally:
+            await let_go(services.ladders.store)
             await services.close()
 
     asyncio.run(run())
@@ -613,6 +628,7 @@ def test_a_pass_that_dies_while_seating_a_table_holds_no_place_past_the_next_pas
             assert [(f.playing, f.places) for f in await store.facts(ladder, ids[:1])] == [(0, ())]
             await store.leave(ladder, ids[0])
         finally:
+            await let_go(services.ladders.store)
             await services.close()
 
     asyncio.run(run())
@@ -637,6 +653,7 @@ def test_a_join_or_leave_that_died_half_way_shows_no_member_on_the_ladder(servic
             await ladders.leave(Caller(bot["id"], bot["name"]), ruleset, players)
             assert bot["id"] not in {m.bot_id for m in await ladders.members(ruleset, players, 1000)}
         finally:
+            await let_go(services.ladders.store)
             await services.close()
 
     asyncio.run(run())

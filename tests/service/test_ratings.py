@@ -25,6 +25,9 @@ import pytest
 from rq import Queue
 
 from ranking.ratings import INITIAL_DEVIATION, INITIAL_RATING, elo_deviation_after, elo_update
+from service.domain.ratings import RatingMethod
+from service.model.live_match import LiveMatch, SeatHolder
+from service.store.clock import now_ms
 from service.store.embedded_redis import EmbeddedRedis
 from service.store.keys import (
     elo_ratings_key,
@@ -39,7 +42,7 @@ from service.store.keys import (
 from service.store.ratings import RatingStore, StoredRating
 from service.store.redis_client import open_async
 from tests.service.arena_client import REPO
-from tests.service.conftest import ON_CLUSTER
+from tests.service.conftest import ON_CLUSTER, first_action, live_match
 from tests.service.test_tournaments import Player, check_standings, consenting, create, get, wait_status, wait_until
 from worker import jobs
 
@@ -511,3 +514,43 @@ def test_ratings_kept_under_the_old_names_are_moved_once_and_read_as_before(tmp_
 
     with EmbeddedRedis(tmp_path, appendonly=False) as server:
         asyncio.run(run(server.url))
+
+
+def played_in_memory(bots: list[str]) -> LiveMatch:
+    """A match of ``bots`` played to its end in memory (never stored: what settlement rates)."""
+    match = live_match(players=len(bots), ruleset=RULESET)
+    for seat, bot in enumerate(bots):
+        match.join(seat, SeatHolder(bot, f"name of {bot}", None), now_ms())
+    while not match.ended:
+        seat, action = first_action(match)
+        match.play(seat, action, bots[seat], now_ms())
+    return match
+
+
+def test_matches_racing_to_move_the_same_bots_are_each_applied_once_and_read_back(services):
+    """Two matches of the same bots, each settled twice at once: each change applied once (one
+    script in the ruleset's slot, retried when another match's change got in first), and every
+    read of them (ratings, histories, changes for the archive, results, the refit) finds them."""
+    bots = [f"race-{uuid.uuid4().hex[:10]}-{i}" for i in range(3)]
+    matches = [played_in_memory(bots) for _ in range(2)]
+
+    async def run() -> None:
+        ratings = services.ratings
+        try:
+            await asyncio.gather(*(ratings.apply_elo(m) for m in matches + matches))
+            ids = {m.id for m in matches}
+            histories = await ratings.histories([(b, RULESET, 10) for b in bots])
+            assert [sorted(h["matchId"] for h in rows) for rows in histories] == [sorted(ids)] * 3
+            assert [[(r["ruleset"], r["games"]) for r in rows] for rows in await ratings.current(bots)] == [[(RULESET, 2)]] * 3
+            changes = await ratings.changes(matches)
+            assert [sorted(c["bot"] for c in changed or []) for changed in changes] == [sorted(bots)] * 2
+            assert Counter(r["matchId"] for r in await ratings.ratings.results(RULESET) if r["matchId"] in ids) == Counter(
+                {m: 1 for m in ids})
+            await ratings.fit(RULESET)
+            assert [[r["ruleset"] for r in rows] for rows in await ratings.fitted(bots)] == [[RULESET]] * 3
+            board = await ratings.leaderboard(RULESET, RatingMethod.FITTED, 1000, 0)
+            assert {row["id"] for row in board} >= set(bots) and {row["name"] for row in board} >= {f"name of {b}" for b in bots}
+        finally:
+            await services.close()
+
+    asyncio.run(run())
