@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from rq import Queue
 
 from ranking.ratings import INITIAL_DEVIATION, INITIAL_RATING, elo_deviation_after, elo_update
@@ -40,7 +41,7 @@ from service.store.keys import (
     ratings_applied_key,
 )
 from service.store.ratings import RatingStore, StoredRating
-from service.store.redis_client import open_async
+from service.store.redis_client import open_async, queue_url
 from tests.service.arena_client import REPO
 from tests.service.conftest import ON_CLUSTER, first_action, live_match
 from tests.service.test_tournaments import Player, check_standings, consenting, create, get, wait_status, wait_until
@@ -220,11 +221,16 @@ def test_running_a_settlement_again_changes_nothing(api, worker, redis_client, r
     run_jobs(redis_url, f"from worker.jobs import settle_match\nsettle_match({match_id!r})\nsettle_match({match_id!r})")
     assert snapshot() == before
     # ... and through RQ, run by the worker
-    job = Queue("default", connection=redis_client).enqueue(
-        jobs.settle_match, match_id, job_id=f"again-{match_id}-{uuid.uuid4().hex[:6]}"
-    )
-    wait_until(lambda: job.get_status(refresh=True) in ("finished", "failed"), "the repeated settlement job")
-    assert job.get_status() == "finished"
+    # (RQ's queue: on a cluster, a Redis of its own)
+    queue = redis.Redis.from_url(queue_url(redis_url, os.environ.get("ARENA_QUEUE_URL")))
+    try:
+        job = Queue("default", connection=queue).enqueue(
+            jobs.settle_match, match_id, job_id=f"again-{match_id}-{uuid.uuid4().hex[:6]}"
+        )
+        wait_until(lambda: job.get_status(refresh=True) in ("finished", "failed"), "the repeated settlement job")
+        assert job.get_status() == "finished"
+    finally:
+        queue.close()
     assert snapshot() == before
 
 
