@@ -370,12 +370,11 @@ class LadderStore:
         if held == 0:
             return False
         field = ladder_seat_field(ladder, table_id)
-        refused = False
-        for bot_id in registered:
-            if int(await self._reserve_place(keys=[bot_ladder_state_key(bot_id), bot_key(bot_id)],
-                                             args=[field, matches, cap, _PLAYING_IN + ladder])) < 0:
-                refused = True
-                break
+        reserved = await asyncio.gather(*(  # (each in its own slot: at once)
+            self._reserve_place(keys=[bot_ladder_state_key(b), bot_key(b)], args=[field, matches, cap, _PLAYING_IN + ladder])
+            for b in registered
+        ))
+        refused = any(int(answer) < 0 for answer in reserved)
         pairs = sorted({"|".join(sorted((a, b))) for a in bots for b in bots if a < b})
         stored = 0 if refused else int(await self._store_table(
             keys=[ladder_lock_key(ladder), ladder_pending_key(ladder), ladder_tables_key(ladder),
@@ -401,9 +400,11 @@ class LadderStore:
     async def release_places(self, ladder: str, table_id: str, bots: Sequence[str]) -> None:
         """The bots' places at a table never played (none or a dead pass's): released, no
         streak moved."""
-        for bot_id in bots:
-            await self._release_place(keys=[bot_ladder_state_key(bot_id)],
-                                      args=[ladder_seat_field(ladder, table_id), _PLAYING_IN + ladder, 0, 0, "", "0"])
+        await asyncio.gather(*(
+            self._release_place(keys=[bot_ladder_state_key(b)],
+                                args=[ladder_seat_field(ladder, table_id), _PLAYING_IN + ladder, 0, 0, "", "0"])
+            for b in bots
+        ))
 
     async def started(self, ladder: str, table_id: str) -> None:
         """The table's first match is created (or the table is gone): off the unstarted ones."""
@@ -426,8 +427,9 @@ class LadderStore:
         ``pause_after`` pauses it for ``reason``), then the table off the tables in play.
         False: ended already."""
         at = now_ms()
-        for bot_id, timed in timed_out.items():
-            await self._release_place(keys=[bot_ladder_state_key(bot_id)],
-                                      args=[ladder_seat_field(ladder, table_id), _PLAYING_IN + ladder, pause_after,
-                                            at, reason, "1" if timed else "0"])
+        await asyncio.gather(*(
+            self._release_place(keys=[bot_ladder_state_key(b)], args=[
+                ladder_seat_field(ladder, table_id), _PLAYING_IN + ladder, pause_after, at, reason, "1" if timed else "0"])
+            for b, timed in timed_out.items()
+        ))
         return bool(await self.redis.hdel(ladder_tables_key(ladder), table_id))
