@@ -251,9 +251,12 @@ class LadderService:
         bots: list[LadderBot] = []
         names: dict[str, str] = {}
         for bot_id, f in zip(members, facts, strict=True):
-            for table_id in f.places:
-                if table_id not in tables:  # (a place a pass that lost its lock reserved after the pending went)
-                    await self.store.release_places(ladder, table_id, [bot_id])
+            if f.playing_here != playing.get(bot_id, 0):
+                # a place at no table in play: one a pass that lost its lock reserved after the
+                # next one cleaned its pending tables up (no other pass stores one now)
+                for table_id in await self.store.places(ladder, bot_id):
+                    if table_id not in tables:
+                        await self.store.release_places(ladder, table_id, [bot_id])
             if f.name is None or f.retired:
                 await self.store.leave(ladder, bot_id)  # a retired bot takes part in nothing new
                 continue

@@ -119,23 +119,16 @@ return 1
 
 # What a pairing pass reads of each member, in one command for the bots of one slot (on one
 # server: all of them; a pipeline of four commands a bot cost a pass over 1,000 bots most of
-# its time in the client; on a cluster: one call a bot, all at once). KEYS: per bot its hash, its ladder state and its ladders. ARGV: the
-# ladder, its places' field prefix. Answer: per bot {name, retired, paused, reason, playing,
-# joined, {tables it holds a place at in this ladder}}.
+# its time in the client; on a cluster: one call a bot, all at once). KEYS: per bot its hash,
+# its ladder state and its ladders. ARGV: the ladder, its count's field. Answer: per bot
+# name, retired, paused, reason, playing, playing in this ladder, joined.
 READ_FACTS = """
 local out = {}
-local prefix = ARGV[2]
 for i = 1, #KEYS, 3 do
   local bot = redis.call('HMGET', KEYS[i], 'name', 'retired')
-  local state = redis.call('HGETALL', KEYS[i + 1])
-  local fields = {}
-  local places = {}
-  for j = 1, #state, 2 do
-    fields[state[j]] = state[j + 1]
-    if string.sub(state[j], 1, #prefix) == prefix then table.insert(places, string.sub(state[j], #prefix + 1)) end
-  end
-  table.insert(out, {bot[1] or false, bot[2] or false, fields['paused'] or false, fields['reason'] or false,
-                     fields['playing'] or false, redis.call('HGET', KEYS[i + 2], ARGV[1]) or false, places})
+  local state = redis.call('HMGET', KEYS[i + 1], 'paused', 'reason', 'playing', ARGV[2])
+  local row = {bot[1], bot[2], state[1], state[2], state[3], state[4], redis.call('HGET', KEYS[i + 2], ARGV[1])}
+  for j = 1, 7 do table.insert(out, row[j] or false) end
 end
 return out
 """
@@ -201,8 +194,9 @@ class MemberFacts:
     playing: int
     #: when it joined this ladder (ms); None: it is not a member (a join or a leave died half way)
     joined_ms: int | None
-    #: the tables of this ladder it holds a place at
-    places: tuple[str, ...]
+    #: the matches of this ladder's tables it holds a place at (its tables in play: unless a
+    #: pass that lost its lock reserved a place after the next one cleaned up, ``places``)
+    playing_here: int
 
 
 def _pause(fields: Sequence[bytes | None]) -> Pause | None:
@@ -301,22 +295,26 @@ class LadderStore:
         if not bot_ids:
             return []
         groups = self._by_slot(bot_ids)
-        prefix = ladder_seat_field(ladder, "")
         # (at once: a cluster client's pipelines refuse scripts)
         answers = await asyncio.gather(*(
             self._read_facts(keys=[k for b in group for k in (bot_key(b), bot_ladder_state_key(b), bot_ladders_key(b))],
-                             args=[ladder, prefix])
+                             args=[ladder, _PLAYING_IN + ladder])
             for group in groups
         ))
-        rows = {b: row for group, answer in zip(groups, answers, strict=True) for b, row in zip(group, answer, strict=True)}
+        rows = {b: answer[7 * i:7 * i + 7] for group, answer in zip(groups, answers, strict=True) for i, b in enumerate(group)}
         facts = []
         for bot_id in bot_ids:
-            name, retired, paused, reason, playing, joined, places = rows[bot_id]
+            name, retired, paused, reason, playing, playing_here, joined = rows[bot_id]
             facts.append(MemberFacts(
                 None if name is None else name.decode(), retired is not None, _pause((paused, reason)), int(playing or 0),
-                None if joined is None else int(joined), tuple(p.decode() for p in places),
+                None if joined is None else int(joined), int(playing_here or 0),
             ))
         return facts
+
+    async def places(self, ladder: str, bot_id: str) -> list[str]:
+        """The tables of ``ladder`` the bot holds a place at."""
+        prefix = ladder_seat_field(ladder, "").encode()
+        return [f[len(prefix):].decode() for f in await self.redis.hkeys(bot_ladder_state_key(bot_id)) if f.startswith(prefix)]
 
     def _by_slot(self, bot_ids: Sequence[str]) -> list[list[str]]:
         """The bots grouped by the slot of their keys (on one server, slots do not matter: one group)."""

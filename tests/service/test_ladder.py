@@ -137,6 +137,12 @@ async def pass_lock(store: LadderStore, ladder: str) -> str:
     raise AssertionError(f"the pairing lock of {ladder} stayed taken")
 
 
+async def held(store: LadderStore, ladder: str, bots: list[str]) -> list[tuple[int, tuple[str, ...]]]:
+    """Each bot's ladder matches (all ladders: what the cap counts) and its places at ``ladder``'s tables."""
+    facts = await store.facts(ladder, bots)
+    return [(f.playing, tuple(await store.places(ladder, b))) for b, f in zip(bots, facts, strict=True)]
+
+
 async def let_go(store: LadderStore) -> None:
     """The locks the test took, released (one that failed half way leaves none to the next)."""
     while TAKEN:
@@ -557,7 +563,7 @@ def test_a_bot_retired_or_paused_after_the_pass_read_it_is_seated_at_no_new_tabl
             assert not await store.store_table(ladder, token, refused[0], table, 1, ids, ids[::-1], 10)
             await services.redis.hset(bot_ladder_state_key(ids[1]), mapping={"paused": 1, "reason": "test"})
             assert not await store.store_table(ladder, token, refused[1], table, 1, ids[1:], ids[:0:-1], 10)
-            assert [(f.playing, f.places) for f in await store.facts(ladder, ids)] == [(0, ())] * 3
+            assert await held(store, ladder, ids) == [(0, ())] * 3
             assert await store.meetings_among(ladder, ids) == {}
             assert not set(refused) & (set(await store.pending(ladder)) | set(await store.tables(ladder)))
             table_id = f"fine{time.time_ns()}"  # (the third, alone with the fourth seat's house bots, is fine)
@@ -599,7 +605,7 @@ def test_a_pass_that_dies_while_seating_a_table_holds_no_place_past_the_next_pas
             with pytest.raises(ConnectionError):
                 await store.store_table(ladder, token, "died", table, 2, ids, ids, 2)
             store._store_table = stores_tables  # type: ignore[method-assign]
-            assert [(f.playing, f.places) for f in await store.facts(ladder, ids)] == [(2, ("died",))] * 3
+            assert await held(store, ladder, ids) == [(2, ("died",))] * 3
             assert "died" in await store.pending(ladder)
             # the cap holds meanwhile: no other table seats them
             assert not await store.store_table(ladder, token, "another", table, 1, ids, ids, 2)
@@ -607,7 +613,7 @@ def test_a_pass_that_dies_while_seating_a_table_holds_no_place_past_the_next_pas
 
             # the next pass (no member to seat: the bots never joined) releases the places
             assert await ladders.pair(ladder) == 0
-            assert [(f.playing, f.places) for f in await store.facts(ladder, ids)] == [(0, ())] * 3
+            assert await held(store, ladder, ids) == [(0, ())] * 3
             assert not {"died", "another"} & (set(await store.pending(ladder)) | set(await store.tables(ladder)))
 
             # a pass whose lock lapsed: nothing stored, nothing held
@@ -623,9 +629,9 @@ def test_a_pass_that_dies_while_seating_a_table_holds_no_place_past_the_next_pas
             await store._reserve_place(keys=[bot_ladder_state_key(ids[0]), bot_key(ids[0])],
                                        args=[ladder_seat_field(ladder, "stray"), 1, 2, f"playing:{ladder}"])
             await store.unlock(ladder, token)
-            assert [(f.playing, f.places) for f in await store.facts(ladder, ids[:1])] == [(1, ("stray",))]
+            assert await held(store, ladder, ids[:1]) == [(1, ("stray",))]
             assert await ladders.pair(ladder) == 0  # (one member: no table)
-            assert [(f.playing, f.places) for f in await store.facts(ladder, ids[:1])] == [(0, ())]
+            assert await held(store, ladder, ids[:1]) == [(0, ())]
             await store.leave(ladder, ids[0])
         finally:
             await let_go(services.ladders.store)
@@ -685,7 +691,7 @@ def test_ladders_kept_under_the_old_names_are_moved_once_with_their_places(tmp_p
             assert list(await store.tables(ladder)) == ["7ab"]
             assert await store.meetings_among(ladder, ["old-a", "old-b"]) == {frozenset(("old-a", "old-b")): 3}
             assert await store.next_table_id(ladder) > "8"
-            assert [(f.playing, f.places) for f in await store.facts(ladder, ["old-a", "old-b"])] == [(1, ("7ab",))] * 2
+            assert await held(store, ladder, ["old-a", "old-b"]) == [(1, ("7ab",))] * 2
             assert not await redis.exists(old + "members", old + "tables", old + "meetings", old + "tables-made")
             assert await store.end_table(ladder, "7ab", {"old-a": False, "old-b": False}, 1, "")
             assert [f.playing for f in await store.facts(ladder, ["old-a", "old-b"])] == [0, 0]
