@@ -81,7 +81,7 @@ class Settlement:
         if ready and self.archive is not None:
             ids = [stored.match.id for stored in ready]
             ended = await self.matches.ended_ms(ids)
-            changes = await self.ratings.changes(ids)
+            changes = await self.ratings.changes([stored.match for stored in ready])
             records = await self.matches.live_records(ids)  # (not the archive's: not there yet)
             archived = [
                 archived_match(stored.match, stored.event_id, record, changed, ended_ms or now_ms())

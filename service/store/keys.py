@@ -54,14 +54,19 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
 - ``matches:unsettled`` sorted set: ended matches not yet settled, by when they ended;
   ``matches:settle-claims`` hash: match -> until when (ms) its settlement job, queued or
   running, holds it
-- ``{b:<id>}:ratings`` hash: ruleset -> the bot's Elo rating, games and deviation (JSON; kept
-  before deviations were: no deviation); ``{b:<id>}:history:<ruleset>``
-  list: its rating after each rated match; ``leaderboard:<ruleset>:<ELO|FITTED>`` sorted sets;
-  ``ratings:applied`` set of matches whose change is applied; ``ratings:results:<ruleset>``
-  list: each rated match's result, for the fit; ``ratings:names``, ``ratings:fitted:<ruleset>``
-  hash: bot -> its fitted games and deviation (JSON; kept before deviations were: the games);
-  ``ratings:fit-requests`` set: rulesets to refit; ``ratings:fit-queued:<ruleset>`` held while
-  a refit waits in the queue
+- ``{r:<ruleset>}:...`` a ruleset's ratings, all in one slot (one script applies a match's
+  change whole): ``elo`` hash: bot -> its Elo rating, games and deviation (JSON; kept before
+  deviations were: no deviation); ``history:<bot>`` list: its rating after each rated match;
+  ``leaderboard:<ELO|FITTED>`` sorted sets; ``names`` hash: bot -> name; ``applied`` set of
+  matches whose change is applied; ``changes`` hash: match -> its changes (JSON, for the
+  archive); ``results`` list: each rated match's result, for the fit; ``fitted`` hash: bot ->
+  its fitted games and deviation (JSON; kept before deviations were: the games)
+- ``{fits}:requests`` set: rulesets to refit; ``{fits}:queued:<ruleset>`` held while a refit
+  waits in the queue (one slot: one script claims requests)
+- ``ratings:layout`` on one server, once the ratings kept before this layout (``{b:<id>}:ratings``,
+  ``{b:<id>}:history:<ruleset>``, ``leaderboard:*``, ``ratings:*``) are moved into it: the first
+  use of the ratings in every process migrates them once (``RatingStore``), in one script, so
+  nothing reads the old names; a cluster never held them
 - ``{tn:<id>}:tournament`` hash: spec, status, entrants (JSON), started, finished;
   ``{tn:<id>}:slots`` hash: table id -> table (JSON); ``{tn:<id>}:results`` hash: match id ->
   result (JSON); ``{tn:<id>}:invitations`` hash: bot id -> its invitation (JSON);
@@ -88,18 +93,23 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
   ``tournaments:unarchived`` sorted set: ended tournaments the archive awaits, by when they
   ended; ``archive-claim:<id>`` held while one's archiving job is queued or running
 - ``ladders`` set: the ladders (``<ruleset>:<players>``) any bot ever joined, for the workers'
-  pairing passes (``service.domain.ladders``); per ladder: ``ladder:<ladder>:members`` sorted
-  set: bot id by when it joined; ``ladder:<ladder>:tables`` hash: table id -> table (JSON) for
-  each table in play; ``ladder:<ladder>:meetings`` hash: ``<bot>|<bot>`` (ids sorted) -> tables
-  the two sat at together; ``ladder:<ladder>:tables-made`` counter, the table ids;
-  ``ladder:<ladder>:unstarted`` set: tables stored whose first match is not created yet (a
-  pass that died in between leaves them there for the next);
-  ``ladder:<ladder>:lock`` held by the one pairing pass running
+  pairing passes (``service.domain.ladders``); per ladder, one slot (``{l:<ladder>}:...``):
+  ``members`` sorted set: bot id by when it joined (what the pass reads; the bot's own
+  ``{b:<id>}:ladders`` says whether it is a member: written first on joining, removed first on
+  leaving); ``tables`` hash: table id -> table (JSON) for each table in play; ``pending`` hash:
+  table id -> table (JSON) while its pass reserves its bots' places (a dead pass's are released
+  by the next); ``meetings`` hash: ``<bot>|<bot>`` (ids sorted) -> tables the two sat at
+  together; ``tables-made`` counter, the table ids; ``unstarted`` set: tables stored whose
+  first match is not created yet (a pass that died in between leaves them there for the next);
+  ``lock`` held by the one pairing pass running (the table and pending scripts check it)
 - ``{b:<id>}:ladders`` hash: ladder -> when the bot joined it (ms); ``{b:<id>}:ladder-state``
   hash: ``playing`` (the ladder matches it plays now, in all ladders: what the cap counts),
   ``playing:<ladder>`` (those of one ladder, while it has any: what its memberships show),
-  ``timeouts`` (its ladder tables in a row in which it let a move time out), ``paused`` (ms)
-  and ``reason`` while it is paused
+  ``table:<ladder>:<table>`` (its place reserved at that table: the table's matches, counted
+  in ``playing`` until the table ends), ``timeouts`` (its ladder tables in a row in which it
+  let a move time out), ``paused`` (ms) and ``reason`` while it is paused
+- ``ladders:layout`` on one server, once the ladders kept before this layout
+  (``ladder:<ladder>:*``) are moved into it (``LadderStore``, as ``ratings:layout``)
 
 Homes: on a Redis Cluster every script and transaction must touch one slot, so what the
 service keeps beside a match in one script (its deadline, its place in the settlement queue,
@@ -236,31 +246,55 @@ def lookalike_key_name(key: str) -> str:
     return f"botlook:{key}"
 
 
-def ratings_key(bot_id: str) -> str:
-    return f"{{b:{bot_id}}}:ratings"
+def _ratings_tag(ruleset: str) -> str:
+    return f"{{r:{ruleset}}}"
+
+
+def elo_ratings_key(ruleset: str) -> str:
+    """Hash: bot -> JSON {rating, games, deviation} of its Elo rating under ``ruleset``."""
+    return f"{_ratings_tag(ruleset)}:elo"
 
 
 def fit_claim_key(ruleset: str) -> str:
     """Held while a refit of ``ruleset`` waits in the queue (the job releases it as it starts)."""
-    return f"ratings:fit-queued:{ruleset}"
+    return f"{{fits}}:queued:{ruleset}"
 
 
 def leaderboard_key(ruleset: str, method: str) -> str:
-    return f"leaderboard:{ruleset}:{method}"
+    return f"{_ratings_tag(ruleset)}:leaderboard:{method}"
 
 
 def fitted_ratings_key(ruleset: str) -> str:
     """Hash: bot -> JSON {games, deviation} of its rating in the ruleset's latest refit."""
-    return f"ratings:fitted:{ruleset}"
+    return f"{_ratings_tag(ruleset)}:fitted"
 
 
 def rating_results_key(ruleset: str) -> str:
     """List: each rated match's result (bots, scores), what the refit reads."""
-    return f"ratings:results:{ruleset}"
+    return f"{_ratings_tag(ruleset)}:results"
+
+
+def rating_names_key(ruleset: str) -> str:
+    """Hash: bot -> the name its leaderboard rows show."""
+    return f"{_ratings_tag(ruleset)}:names"
+
+
+def ratings_applied_key(ruleset: str) -> str:
+    """Set: the ruleset's matches whose rating change is applied."""
+    return f"{_ratings_tag(ruleset)}:applied"
+
+
+def rating_changes_key(ruleset: str) -> str:
+    """Hash: match -> JSON list of its bots' changes (bot, name, before, after), for the archive."""
+    return f"{_ratings_tag(ruleset)}:changes"
 
 
 def history_key(bot_id: str, ruleset: str) -> str:
-    return f"{{b:{bot_id}}}:history:{ruleset}"
+    return f"{_ratings_tag(ruleset)}:history:{bot_id}"
+
+
+#: on one server: set once the ratings kept under the names before ``{r:<ruleset>}`` are moved
+RATINGS_LAYOUT = "ratings:layout"
 
 
 #: tournaments that are due or running, by when they start (ms)
@@ -343,42 +377,60 @@ def archive_claim_key(tournament_id: str) -> str:
     return f"archive-claim:{tournament_id}"
 
 
-#: rulesets whose fitted ratings someone asked to refit
-FIT_REQUESTS = "ratings:fit-requests"
+#: rulesets whose fitted ratings someone asked to refit (in the claims' slot: fit_claim_key)
+FIT_REQUESTS = "{fits}:requests"
 
 
 #: the ladders (``<ruleset>:<players>``) any bot ever joined: the workers pass over each
 LADDERS = "ladders"
 
 
+def _ladder_tag(ladder: str) -> str:
+    return f"{{l:{ladder}}}"
+
+
 def ladder_members_key(ladder: str) -> str:
     """The ladder's members: bot id by when it joined (ms)."""
-    return f"ladder:{ladder}:members"
+    return f"{_ladder_tag(ladder)}:members"
 
 
 def ladder_tables_key(ladder: str) -> str:
     """The ladder's tables in play: table id -> table (JSON), until its last match is settled."""
-    return f"ladder:{ladder}:tables"
+    return f"{_ladder_tag(ladder)}:tables"
+
+
+def ladder_pending_key(ladder: str) -> str:
+    """The ladder's tables whose bots' places a pass is reserving: table id -> table (JSON)."""
+    return f"{_ladder_tag(ladder)}:pending"
 
 
 def ladder_meetings_key(ladder: str) -> str:
     """How many of the ladder's tables each pair of bots sat at together (``<a>|<b>``, sorted)."""
-    return f"ladder:{ladder}:meetings"
+    return f"{_ladder_tag(ladder)}:meetings"
 
 
 def ladder_tables_made_key(ladder: str) -> str:
     """The ladder's table counter: each new table's id."""
-    return f"ladder:{ladder}:tables-made"
+    return f"{_ladder_tag(ladder)}:tables-made"
 
 
 def ladder_unstarted_key(ladder: str) -> str:
     """The ladder's tables stored whose first match is not created yet."""
-    return f"ladder:{ladder}:unstarted"
+    return f"{_ladder_tag(ladder)}:unstarted"
 
 
 def ladder_lock_key(ladder: str) -> str:
     """Held by the one pairing pass of the ladder running (with an expiry: a dead worker's lapses)."""
-    return f"ladder:{ladder}:lock"
+    return f"{_ladder_tag(ladder)}:lock"
+
+
+#: on one server: set once the ladders kept under the names before ``{l:<ladder>}`` are moved
+LADDERS_LAYOUT = "ladders:layout"
+
+
+def ladder_seat_field(ladder: str, table_id: str) -> str:
+    """A bot's ladder state's field holding its place at a table (the table's matches)."""
+    return f"table:{ladder}:{table_id}"
 
 
 def bot_ladders_key(bot_id: str) -> str:

@@ -34,7 +34,15 @@ from service.settings import Settings
 from service.store.archive import Archive, match_rounds, match_seats, matches, migrate, tournaments
 from service.store.clock import now_ms
 from service.store.embedded_postgres import EmbeddedPostgres
-from service.store.keys import UNARCHIVED_TOURNAMENTS, history_key, match_home_key, match_key, tournament_key
+from service.store.keys import (
+    UNARCHIVED_TOURNAMENTS,
+    history_key,
+    match_home_key,
+    match_key,
+    rating_results_key,
+    ratings_applied_key,
+    tournament_key,
+)
 from tests.service.conftest import TIMEOUT_MS, embedded_redis_url, ended_by_its_last_commit
 from tests.service.test_tournaments import Workers, create, get, play_to_the_end, wait_status, wait_until
 from wizard import MatchConfig, new_match
@@ -100,7 +108,7 @@ async def archive_rows(archive: Archive, match_id: str) -> tuple[int, int, int]:
 
 def rated_times(redis_client: Any, match_id: str) -> tuple[int, int]:
     """(results stored, entries in house-random's rating history) for the match."""
-    results = Counter(json.loads(r)["matchId"] for r in redis_client.lrange(f"ratings:results:{RULESET}", 0, -1))
+    results = Counter(json.loads(r)["matchId"] for r in redis_client.lrange(rating_results_key(RULESET), 0, -1))
     history = Counter(json.loads(h)["matchId"] for h in redis_client.lrange(history_key("house-random", RULESET), 0, -1))
     return results[match_id], history[match_id]
 
@@ -302,7 +310,7 @@ def test_the_database_stopped_mid_tournament_then_started_again_loses_and_double
     seats = query(url, "SELECT match_id, count(*) AS n FROM match_seats WHERE match_id = ANY(:ids) GROUP BY match_id",
                   ids=list(ids))
     assert {r.match_id: r.n for r in seats} == {m: 4 for m in ids}
-    results = Counter(json.loads(r)["matchId"] for r in redis_client.lrange(f"ratings:results:{RULESET}", 0, -1))
+    results = Counter(json.loads(r)["matchId"] for r in redis_client.lrange(rating_results_key(RULESET), 0, -1))
     assert {m: results[m] for m in ids} == {m: 1 for m in ids}, "each match rated exactly once"
     [standings] = query(url, "SELECT standings FROM tournaments WHERE id = :t", t=tid)
     assert standings[0] == final["standings"]
@@ -348,7 +356,7 @@ def test_a_worker_killed_while_its_settlement_waits_on_the_database_loses_and_do
                 return rows[0][0] >= 1
 
             await asyncio.to_thread(wait_until, waiting, "the settlement to wait on the locked table")
-            assert redis_client.sismember("ratings:applied", match_id), "the rating was applied before the archive"
+            assert redis_client.sismember(ratings_applied_key(RULESET), match_id), "the rating was applied before the archive"
             workers.kill_everything()
             release.set()
             await holder

@@ -43,6 +43,8 @@ from service.store.keys import (
     archive_claim_key,
     history_key,
     match_home_key,
+    rating_results_key,
+    ratings_applied_key,
     tournament_key,
     tournament_lock_key,
 )
@@ -365,7 +367,7 @@ def test_a_running_tournament_cancelled_by_its_creator_starts_no_more_matches(ap
     assert view["status"] == "CANCELLED"
     assert {m["id"] for m in view["matches"]} == started  # settling them started nothing new
     for match in view["matches"]:  # rated matches that were played out count for the ratings
-        assert match["rated"] and redis_client.sismember("ratings:applied", match["id"]), match["id"]
+        assert match["rated"] and redis_client.sismember(ratings_applied_key("WIZARD_JUNIOR"), match["id"]), match["id"]
 
 
 def test_a_duplicate_set_cut_short_by_a_cancel_is_unsealed_once_its_last_match_ends(api, worker, redis_client):
@@ -391,7 +393,7 @@ def test_a_duplicate_set_cut_short_by_a_cancel_is_unsealed_once_its_last_match_e
     assert [m["id"] for m in view["matches"]] == [first["id"], second["id"]]  # no third turn, no round 2
     assert all(m["seed"] is not None for m in view["matches"])
     for match_id in (first["id"], second["id"]):
-        wait_until(lambda m=match_id: redis_client.sismember("ratings:applied", m), f"the rating of {match_id}")
+        wait_until(lambda m=match_id: redis_client.sismember(ratings_applied_key("WIZARD_JUNIOR"), m), f"the rating of {match_id}")
     history = api.data(HISTORY, {"b": bot_id, "r": "WIZARD_JUNIOR"})["bot"]["ratingHistory"]
     assert [h["matchId"] for h in history] == [first["id"], second["id"]]
 
@@ -508,7 +510,7 @@ def test_a_duplicate_set_rotates_the_seats_over_the_same_deals_and_stays_sealed_
     assert record.status_code == 409 and record.json()["error"]["code"] == "MATCH_NOT_ACTIVE"
     listed = next(m for m in get(api, tid)["matches"] if m["id"] == first["id"])
     assert listed["seed"] is None and all(s["score"] == 0 for s in listed["seats"])
-    assert not redis_client.sismember("ratings:applied", first["id"])  # nor its rating change
+    assert not redis_client.sismember(ratings_applied_key("WIZARD_JUNIOR"), first["id"])  # nor its rating change
     history = api.data(HISTORY, {"b": bot_id, "r": "WIZARD_JUNIOR"})["bot"]["ratingHistory"]
     assert history == []
 
@@ -839,8 +841,8 @@ def test_a_tournament_survives_its_worker_killed_midway_and_counts_every_match_o
     assert sum(r["points"] for r in final["standings"]) == 6 * 6
 
     ids = {m["id"] for m in matches}
-    wait_until(lambda: all(redis_client.sismember("ratings:applied", m) for m in ids), "every rating change")
-    results = [json.loads(r) for r in redis_client.lrange("ratings:results:WIZARD", 0, -1)]
+    wait_until(lambda: all(redis_client.sismember(ratings_applied_key("WIZARD"), m) for m in ids), "every rating change")
+    results = [json.loads(r) for r in redis_client.lrange(rating_results_key("WIZARD"), 0, -1)]
     counted = Counter(r["matchId"] for r in results if r["matchId"] in ids)
     assert counted == Counter({m: 1 for m in ids})  # each match rated exactly once
     for identity in ("house-heuristic", "house-random"):  # in each rating history at most once
