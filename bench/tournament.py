@@ -30,6 +30,7 @@ from typing import Any
 
 from bench.deadlines import Arena, machine, stream_ms
 from bench.service import HttpConnection, _gql, _register, percentile
+from service.model.homes import homed_match_id
 
 CREATE = "mutation($i: CreateTournamentInput!) { createTournament(input: $i) { id status } }"
 RESULT = """query($t: ID!) { tournament(id: $t) {
@@ -81,7 +82,7 @@ async def _tournament(
         kinds = house_kinds(entrants)
         tables: list[dict[str, Any]] = []
         for slot_id, slot in sorted(slots.items()):
-            match_id = f"{tid}-{slot_id}-0"
+            match_id = homed_match_id(f"{tid}-{slot_id}-0")  # as Tournament.match_ids names a table's match
             settings = json.loads(await store.hget(f"{{m:{match_id}}}:match", "settings"))
             live = json.loads(await store.hget(f"{{m:{match_id}}}:match", "live"))
             last = await store.xrevrange(f"{{m:{match_id}}}:events", count=1)
