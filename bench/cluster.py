@@ -1,0 +1,402 @@
+"""``wizard-arena bench cluster``: the service on a Redis Cluster against the service on one
+Redis server, in one run on one machine.
+
+Starts one Redis server and a Redis Cluster of ``masters`` masters (``replicas`` each), both
+of the same ``redis-server`` binary (``service.store.embedded_redis``,
+``service.store.embedded_cluster``), and one ``wizard-arena serve`` process on each. Then:
+
+- **moves, interleaved**: the same number of clients on each side play whole matches solo
+  (each client holds the four seats of its own stacked match: every request is a move, as in
+  ``bench service``'s solo play). The two sides take turns in slices of ``slice_seconds``:
+  one slice only the single server's clients move, the next only the cluster's, and so on,
+  so that both meet the same machine (a shared 2-core machine drifts by tens of percent
+  within minutes; two runs one after the other would compare the moments). Each slice gives
+  moves/s, the serve process's CPU per move and the Redis processes' (the server; the
+  cluster's masters, and its replicas apart); each neighbouring pair of slices gives one
+  cluster ÷ single ratio, and the medians are reported (the issue's target: ≥ 0.9×).
+- **spread and memory**: ``matches`` matches created and seated (4 bots each: ACTIVE, live)
+  through the API on each side; the keys they added on each master (``DBSIZE`` before and
+  after), their largest deviation from an even share (target: within ±20 %), and
+  ``used_memory`` (``INFO memory``) added per live match. A finished match's own keys (its
+  hash and its event stream of ~540 moves) are sized with ``MEMORY USAGE``.
+- **capacity**: what one core of each part carries, from the CPU per move: moves/s per API
+  process and per Redis master, live matches per GiB of Redis memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import redis
+
+from bench.deadlines import machine
+from bench.service import (
+    MOVE_QUERY,
+    HttpConnection,
+    _free_port,
+    _gql,
+    _register,
+    _stacked_match,
+    _wait_healthy,
+    process_cpu_seconds,
+)
+
+SINGLE, CLUSTER = "single", "cluster"
+#: the issue's targets
+TARGET_RATE_RATIO = 0.9
+TARGET_SPREAD = 0.20
+#: requests in flight at once while making the matches of the spread and memory measurement
+SETUP_CONCURRENCY = 16
+
+
+@dataclass
+class Side:
+    """One ``serve`` process and the Redis processes it stands on."""
+
+    name: str
+    redis_url: str
+    #: the processes whose CPU a move costs on Redis: the server, or the cluster's masters
+    master_pids: list[int]
+    #: a client of each master (the server itself, on the single side)
+    master_clients: list[redis.Redis]
+    #: the cluster's replicas (their CPU is reported apart: they copy, they do not serve)
+    replica_pids: list[int] = field(default_factory=list)
+    port: int = 0
+    serve: subprocess.Popen[bytes] | None = None
+
+    @property
+    def serve_pid(self) -> int:
+        assert self.serve is not None
+        return self.serve.pid
+
+    def redis_cpu(self, pids: list[int]) -> float | None:
+        seconds = [process_cpu_seconds(pid) for pid in pids]
+        return None if any(s is None for s in seconds) else sum(s for s in seconds if s is not None)
+
+
+class Sides:
+    """The single server and the cluster, each with its ``serve`` process; a context manager
+    that stops everything it started, also on errors, Ctrl-C and SIGTERM. The serve logs are
+    kept in a temporary folder, removed unless the benchmark failed."""
+
+    def __init__(self, masters: int, replicas: int, matches: int) -> None:
+        self.masters, self.replicas, self.matches = masters, replicas, matches
+        self.folder = Path(tempfile.mkdtemp(prefix="wza-bench-cluster-"))
+        self.sides: dict[str, Side] = {}
+        self._single: Any = None
+        self._cluster: Any = None
+        self._logs: list[Any] = []
+        self._previous_sigterm: Any = None
+
+    def __enter__(self) -> Sides:
+        from bench.deadlines import _raise_on_sigterm
+
+        self._previous_sigterm = signal.signal(signal.SIGTERM, _raise_on_sigterm)
+        try:
+            self._start()
+        except BaseException:
+            self._stop(failed=True)
+            raise
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self._stop(failed=kind is not None)
+
+    def _start(self) -> None:
+        from service.store.embedded_cluster import EmbeddedCluster
+        from service.store.embedded_redis import EmbeddedRedis
+
+        self._single = EmbeddedRedis(self.folder / "single", appendonly=False)
+        single_url = self._single.start()
+        assert self._single.process is not None
+        self.sides[SINGLE] = Side(SINGLE, single_url, [self._single.process.pid], [redis.Redis.from_url(single_url)])
+
+        self._cluster = EmbeddedCluster(self.folder / "cluster", self.masters, self.replicas)
+        cluster_url = self._cluster.start()
+        masters = [n for n in self._cluster.nodes if n.replica_of is None]
+        replicas = [n for n in self._cluster.nodes if n.replica_of is not None]
+        self.sides[CLUSTER] = Side(
+            CLUSTER, cluster_url, [n.process.pid for n in masters if n.process is not None],
+            [n.client() for n in masters], [n.process.pid for n in replicas if n.process is not None],
+        )
+        for side in self.sides.values():
+            side.port = _free_port()
+            side.serve = self._spawn(side)
+        for side in self.sides.values():
+            _wait_healthy("127.0.0.1", side.port)
+
+    def _spawn(self, side: Side) -> subprocess.Popen[bytes]:
+        # the bench's clients register many bots and make many matches and moves, all from here
+        env = {
+            **os.environ, "REDIS_URL": side.redis_url, "ARENA_RATE_LIMIT_PER_SECOND": "100000",
+            "ARENA_RATE_LIMIT_BURST": "100000", "ARENA_REGISTRATIONS_PER_ADDRESS_PER_HOUR": "1000000",
+            "ARENA_MAX_WAITS_PER_CLIENT": "100000", "ARENA_WAITING_MATCHES_PER_BOT": str(self.matches + 100),
+            "ARENA_OPEN_MATCHES_PER_BOT": str(self.matches + 100),
+        }
+        log = open(self.folder / f"serve-{side.name}.log", "wb")
+        self._logs.append(log)
+        return subprocess.Popen(
+            [sys.executable, "-m", "wizard_arena", "serve", "--port", str(side.port), "--log-level", "warning"],
+            env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+        )
+
+    def _stop(self, failed: bool) -> None:
+        for side in self.sides.values():
+            if side.serve is not None and side.serve.poll() is None:
+                side.serve.terminate()
+        for side in self.sides.values():
+            if side.serve is not None:
+                try:
+                    side.serve.wait(15)
+                except subprocess.TimeoutExpired:
+                    side.serve.kill()
+                    side.serve.wait()
+            for client in side.master_clients:
+                client.close()
+        if self._single is not None:
+            self._single.stop()
+        if self._cluster is not None:
+            self._cluster.stop()
+        for log in self._logs:
+            log.close()
+        if self._previous_sigterm is not None:
+            signal.signal(signal.SIGTERM, self._previous_sigterm)
+        if failed:
+            print(f"benchmark failed: the serve logs are in {self.folder}", file=sys.stderr)
+        else:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------- moves, interleaved
+async def interleaved(
+    sides: list[Side], clients: int, seconds: float, seed: int, slice_seconds: float = 1.0
+) -> dict[str, Any]:
+    """The sides' clients take turns, a slice each; per slice moves/s and CPU per move, and
+    per neighbouring pair of slices the cluster ÷ single ratios (medians reported). Also the
+    ids of the matches played to the end, by side."""
+    counts = {side.name: 0 for side in sides}
+    turn = {side.name: asyncio.Event() for side in sides}
+    finished: dict[str, list[str]] = {side.name: [] for side in sides}
+
+    async def player(side: Side, index: int, tokens: list[str], stop: float) -> None:
+        rng = random.Random(seed * 1000 + index)
+        conn = HttpConnection("127.0.0.1", side.port)
+        while time.perf_counter() < stop:
+            await turn[side.name].wait()  # a match's set-up is made, and counted, in its side's slices
+            match_id, local, version = await _stacked_match(conn, rng, tokens)
+            counts[side.name] += 5  # createMatch and four joinMatch: a few per ~540 moves
+            while not local.is_finished and time.perf_counter() < stop:
+                await turn[side.name].wait()
+                seat = local.awaiting()[0]
+                move = rng.choice(local.legal_moves(seat))
+                data = await _gql(conn, MOVE_QUERY, {"m": match_id, "mv": move.to_dict(), "v": version}, tokens[seat])
+                local.apply(seat, move)
+                version = data["submitMove"]["version"]
+                counts[side.name] += 1
+            if local.is_finished:
+                finished[side.name].append(match_id)
+        await conn.close()
+
+    def cpu(side: Side) -> tuple[float | None, float | None, float | None]:
+        return process_cpu_seconds(side.serve_pid), side.redis_cpu(side.master_pids), side.redis_cpu(side.replica_pids)
+
+    async def conductor(stop: float) -> list[dict[str, Any]]:
+        slices = []
+        for side in itertools.cycle(sides):
+            if time.perf_counter() >= stop - slice_seconds:
+                break
+            turn[side.name].set()
+            await asyncio.sleep(slice_seconds / 10)  # let the other side's last requests drain first
+            before, done_before = cpu(side), counts[side.name]
+            await asyncio.sleep(slice_seconds)
+            after, done = cpu(side), counts[side.name] - done_before
+            turn[side.name].clear()
+            if done and None not in before and None not in after:
+                serve, masters, replicas = (
+                    (a - b) / done * 1e6 for a, b in zip(after, before, strict=True)  # type: ignore[operator]
+                )
+                slices.append({
+                    "side": side.name, "per_second": done / slice_seconds, "serve_cpu_us": serve,
+                    "redis_cpu_us": masters, "replica_cpu_us": replicas,
+                })
+        for event in turn.values():
+            event.set()
+        return slices
+
+    # bots first, outside the slices (registration is not what is compared)
+    connections = {side.name: HttpConnection("127.0.0.1", side.port) for side in sides}
+    tokens = {
+        (side.name, i): [await _register(connections[side.name], f"bench-cl-{side.name}-{os.getpid()}-{seed}-{i}-{s}")
+                         for s in range(4)]
+        for side in sides for i in range(clients)
+    }
+    for conn in connections.values():
+        await conn.close()
+    stop = time.perf_counter() + seconds
+    tasks = [asyncio.create_task(player(side, i, tokens[side.name, i], stop)) for side in sides for i in range(clients)]
+    slices = (await conductor(stop))[2:]  # the first pair warms both sides up
+    await asyncio.gather(*tasks)
+    return {**_ratios(slices), "finished": finished}
+
+
+def _median(values: list[float], digits: int = 1) -> float | None:
+    return round(statistics.median(values), digits) if values else None
+
+
+def _ratios(slices: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians per side, and cluster ÷ single over every neighbouring pair of slices (both
+    orders, so that a drift over the run weighs on neither side)."""
+    by_side = {name: [s for s in slices if s["side"] == name] for name in (SINGLE, CLUSTER)}
+    pairs = [
+        (a, b) if a["side"] == SINGLE else (b, a)
+        for a, b in itertools.pairwise(slices) if {a["side"], b["side"]} == {SINGLE, CLUSTER}
+    ]
+
+    def ratio(key: str) -> dict[str, Any]:
+        values = [c[key] / s[key] for s, c in pairs if s[key] > 0]
+        if not values:
+            return {"median": None, "range": None}
+        return {"median": round(statistics.median(values), 3), "range": [round(min(values), 2), round(max(values), 2)]}
+
+    result: dict[str, Any] = {"slices": len(slices), "pairs": len(pairs)}
+    for name, rows in by_side.items():
+        result[name] = {
+            "moves_per_second_median": _median([r["per_second"] for r in rows]),
+            "serve_cpu_us_per_move_median": _median([r["serve_cpu_us"] for r in rows]),
+            "redis_cpu_us_per_move_median": _median([r["redis_cpu_us"] for r in rows]),
+        }
+        if name == CLUSTER:
+            result[name]["replica_cpu_us_per_move_median"] = _median([r["replica_cpu_us"] for r in rows])
+    result["cluster_vs_single"] = {
+        "moves_per_second": ratio("per_second"),
+        "serve_cpu_per_move": ratio("serve_cpu_us"),
+        "redis_cpu_per_move": ratio("redis_cpu_us"),
+    }
+    return result
+
+
+# ---------------------------------------------------------------------- spread and memory
+def _per_master(side: Side) -> list[dict[str, int]]:
+    return [{"keys": int(c.dbsize()), "used_memory": int(c.info("memory")["used_memory"])} for c in side.master_clients]
+
+
+async def live_matches(side: Side, matches: int, seed: int) -> dict[str, Any]:
+    """``matches`` matches created and seated through the API (ACTIVE: live); the keys and
+    memory they added on each master."""
+    conns = [HttpConnection("127.0.0.1", side.port) for _ in range(SETUP_CONCURRENCY)]
+    tokens = [await _register(conns[0], f"bench-live-{side.name}-{os.getpid()}-{seed}-{s}") for s in range(4)]
+    before = _per_master(side)
+    made = 0
+
+    async def maker(conn: HttpConnection) -> None:
+        nonlocal made
+        while made < matches:
+            made += 1
+            created = await _gql(
+                conn, "mutation($i: CreateMatchInput!) { createMatch(input: $i) { id } }", {"i": {"players": 4}}, tokens[0]
+            )
+            match_id = created["createMatch"]["id"]
+            for s in range(4):
+                await _gql(conn, "mutation($m: ID!, $s: Int) { joinMatch(matchId: $m, seat: $s) { version } }",
+                           {"m": match_id, "s": s}, tokens[s])
+
+    started = time.perf_counter()
+    await asyncio.gather(*(maker(conn) for conn in conns))
+    elapsed = time.perf_counter() - started
+    for conn in conns:
+        await conn.close()
+    after = _per_master(side)
+    keys = [a["keys"] - b["keys"] for a, b in zip(after, before, strict=True)]
+    memory = sum(a["used_memory"] for a in after) - sum(b["used_memory"] for b in before)
+    share = sum(keys) / len(keys)
+    result: dict[str, Any] = {
+        "matches": matches,
+        "seconds": round(elapsed, 1),
+        "keys_added": sum(keys),
+        "memory_bytes_per_live_match": round(memory / matches),
+    }
+    if len(keys) > 1:
+        result["keys_per_master"] = keys
+        result["largest_deviation_from_even"] = round(max(abs(k - share) for k in keys) / share, 3) if share else None
+        result["memory_bytes_per_master"] = [a["used_memory"] - b["used_memory"] for a, b in zip(after, before, strict=True)]
+    return result
+
+
+def finished_match_bytes(side: Side, match_ids: list[str], sample: int = 5) -> int | None:
+    """The median size of a finished match's own keys (hash and event stream), unsettled as
+    no worker runs here (MEMORY USAGE, every element counted)."""
+    from service.store.redis_client import open_sync
+
+    if not match_ids:
+        return None
+    client = open_sync(side.redis_url)
+    try:
+        sizes = []
+        for match_id in match_ids[:sample]:
+            keys = [f"{{m:{match_id}}}:match", f"{{m:{match_id}}}:events"]
+            sizes.append(sum(int(client.memory_usage(k, samples=0) or 0) for k in keys))
+    finally:
+        client.close()
+    return int(statistics.median(sizes))
+
+
+def _capacity(moves: dict[str, Any], live: dict[str, Any], masters: int) -> dict[str, Any]:
+    """What one core of each part carries, from the cluster's CPU per move: moves/s of one
+    API process, moves/s of one master (each move's commit lands on the one master holding
+    its match; its CPU per move is the masters' sum), live matches per GiB."""
+    side = moves[CLUSTER]
+    serve_us, redis_us = side["serve_cpu_us_per_move_median"], side["redis_cpu_us_per_move_median"]
+    per_match = live.get("memory_bytes_per_live_match")
+    return {
+        "moves_per_second_per_api_process_core": round(1e6 / serve_us) if serve_us else None,
+        "moves_per_second_per_redis_master_core": round(1e6 / redis_us) if redis_us else None,
+        f"moves_per_second_{masters}_masters": round(masters * 1e6 / redis_us) if redis_us else None,
+        "live_matches_per_gib": round(2**30 / per_match) if per_match and per_match > 0 else None,
+    }
+
+
+def bench_cluster(
+    clients: int = 8, seconds: float = 30.0, seed: int = 1, masters: int = 3, replicas: int = 0,
+    matches: int = 1000, slice_seconds: float = 1.0,
+) -> dict[str, Any]:
+    if clients < 1 or masters < 3 or replicas < 0 or matches < 1 or seconds < 4 * slice_seconds:
+        raise ValueError("1 or more clients, 3 or more masters, 0 or more replicas, 1 or more matches, and "
+                         "seconds of at least 4 slices")
+    with Sides(masters, replicas, matches) as sides:
+        single, cluster = sides.sides[SINGLE], sides.sides[CLUSTER]
+        moves = asyncio.run(interleaved([single, cluster], clients, seconds, seed, slice_seconds))
+        finished = moves.pop("finished")
+        live = {side.name: asyncio.run(live_matches(side, matches, seed)) for side in (single, cluster)}
+        result: dict[str, Any] = {
+            "benchmark": "cluster",
+            "machine": machine(),
+            "masters": masters,
+            "replicas_per_master": replicas,
+            "clients_per_side": clients,
+            "seconds": seconds,
+            "slice_seconds": slice_seconds,
+            "moves": moves,
+            "target_moves_ratio": TARGET_RATE_RATIO,
+            "live_matches": live,
+            "target_spread": TARGET_SPREAD,
+            "finished_match_bytes": {side.name: finished_match_bytes(side, finished[side.name]) for side in (single, cluster)},
+        }
+        result["capacity"] = _capacity(moves, live[CLUSTER], masters)
+        return result
+
+
+__all__ = ["bench_cluster"]
