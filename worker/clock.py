@@ -5,6 +5,9 @@
   (``worker.jobs.settle_matches``), and refits asked for a job each
   (``worker.jobs.fit_ratings``); a settlement that a dead worker left unfinished is queued
   again once its claim (``SETTLE_CLAIM_SECONDS``) lapses;
+- every 0.05 s: the house-only matches workers started (tournament tables of house bots) get
+  RQ jobs that play them (``worker.jobs.play_house_matches``), split in as many jobs as
+  workers listen on the queue, so that every free worker takes a share;
 - every 0.5 s: each tournament that is due or running is advanced (started at its time,
   its next tables created as its matches end), and each that ended gets a job that archives
   it (``worker.jobs.archive_tournament``); challenges past their expiry are written EXPIRED,
@@ -29,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from redis import Redis as SyncRedis
-from rq import Queue
+from rq import Queue, Worker
 
 from service.domain.services import Services
 from service.health import Heartbeat
@@ -44,6 +47,12 @@ log = logging.getLogger("wizard_arena.clock")
 JOB_QUEUE = "default"
 SETTLE_EVERY = 0.2
 TOURNAMENTS_EVERY = 0.5
+HOUSE_PLAY_EVERY = 0.05
+#: house-only matches handed to jobs in one round of the clock at most
+HOUSE_PLAY_BATCH = 200
+#: a job playing house matches may take this long (SEARCH bots think for seconds a move); one
+#: stopped sooner leaves its matches to the deadline sweeper
+HOUSE_PLAY_JOB_SECONDS = 3600
 SETTLE_CLAIM_SECONDS = 30
 #: ended matches settled by one job at most
 SETTLE_BATCH = 200
@@ -55,8 +64,12 @@ class JobQueue:
     def __init__(self, redis_url: str) -> None:
         self.queue = Queue(JOB_QUEUE, connection=SyncRedis.from_url(redis_url))
 
-    async def put(self, job: Callable[..., Any], *args: Any, job_id: str) -> None:
-        await asyncio.to_thread(self.queue.enqueue, job, *args, job_id=job_id)
+    async def put(self, job: Callable[..., Any], *args: Any, job_id: str, timeout: int | None = None) -> None:
+        await asyncio.to_thread(self.queue.enqueue, job, *args, job_id=job_id, job_timeout=timeout)
+
+    async def workers(self) -> int:
+        """How many workers take jobs from the queue now."""
+        return await asyncio.to_thread(Worker.count, queue=self.queue)
 
     def close(self) -> None:
         self.queue.connection.close()
@@ -70,6 +83,23 @@ async def queue_settlements(services: Services, queue: JobQueue) -> int:
         batch = claimed[start:start + SETTLE_BATCH]
         await queue.put(jobs.settle_matches, batch, job_id=f"settle-{batch[0]}-{len(batch)}")
     return len(claimed)
+
+
+async def queue_house_play(services: Services, queue: JobQueue) -> int:
+    """The house-only matches waiting to be played, in one job per worker listening (at least
+    one): each free worker takes a share, and plays its matches side by side."""
+    house_play = services.matches.house_play
+    if house_play is None:
+        return 0
+    taken = await house_play.take(HOUSE_PLAY_BATCH)
+    if not taken:
+        return 0
+    share = -(-len(taken) // max(1, min(len(taken), await queue.workers())))
+    for start in range(0, len(taken), share):
+        batch = taken[start:start + share]
+        await queue.put(jobs.play_house_matches, batch, job_id=f"house-{batch[0]}-{len(batch)}",
+                        timeout=HOUSE_PLAY_JOB_SECONDS)
+    return len(taken)
 
 
 async def queue_tournament_archives(services: Services, queue: JobQueue) -> int:
@@ -109,7 +139,7 @@ async def pair_ladders(services: Services) -> None:
 
 
 async def run_clock(services: Services, queue: JobQueue, stop: asyncio.Event) -> None:
-    next_settle = next_tournaments = next_ladders = 0.0
+    next_settle = next_tournaments = next_ladders = next_house_play = 0.0
     ladder_pass: asyncio.Task[None] | None = None  # one pass at a time in this worker
     heartbeat = Heartbeat(services.redis)  # /readyz and `worker --check` see the clock go round
     outage = Outage("Redis", log)
@@ -122,6 +152,9 @@ async def run_clock(services: Services, queue: JobQueue, stop: asyncio.Event) ->
                 next_settle = now + SETTLE_EVERY
                 await queue_settlements(services, queue)
                 await queue_fits(services, queue)
+            if now >= next_house_play:
+                next_house_play = now + HOUSE_PLAY_EVERY
+                await queue_house_play(services, queue)
             if now >= next_tournaments:
                 next_tournaments = now + TOURNAMENTS_EVERY
                 await advance_tournaments(services)
