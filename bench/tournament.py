@@ -94,6 +94,7 @@ async def _tournament(
                 "status": live["status"],
                 "timeouts": sum(live["timeouts"]),
             })
+        house_jobs = await _house_jobs(store)
     finally:
         await store.aclose()
         await conn.close()
@@ -124,7 +125,20 @@ async def _tournament(
             "mean": round(statistics.fmean(gaps), 2) if gaps else None, "max": round(max(gaps), 2) if gaps else None,
         },
         "timeout_moves": sum(t["timeouts"] for t in tables),
+        "house_jobs": house_jobs,
     }
+
+
+async def _house_jobs(store: Any) -> dict[str, Any]:
+    """Which worker played how many house-only matches: RQ's record of each
+    ``play_house_matches`` job (``house-<first match>-<matches>``) names its worker."""
+    by_worker: dict[str, int] = {}
+    jobs = 0
+    async for key in store.scan_iter(match="rq:job:house-*"):
+        name = (await store.hget(key, "worker_name") or b"?").decode()
+        by_worker[name] = by_worker.get(name, 0) + int(key.rsplit(b"-", 1)[1])
+        jobs += 1
+    return {"jobs": jobs, "matches_by_worker": sorted(by_worker.values(), reverse=True)}
 
 
 def engine_rate(players: int, tables: list[list[str]], min_seconds: float, seed: int = 1) -> dict[str, Any]:
@@ -173,6 +187,8 @@ def bench_tournament(
         "between_rounds_seconds": run["between_rounds_seconds"],
         "phases_seconds": run["phases_seconds"],
         "timeout_moves": run["timeout_moves"],
+        "house_matches_by_worker": run["house_jobs"]["matches_by_worker"],
+        "house_jobs": run["house_jobs"]["jobs"],
         "engine_in_process": {**engine, "matches_per_minute": round(engine["games_per_second"] * 60, 1)},
         "engine_over_infrastructure": round(engine["games_per_second"] * 60 / per_minute, 1),
         "standings_top": run["standings_top"],
