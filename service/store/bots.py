@@ -1,6 +1,6 @@
-"""Registered bots in Redis: registration (all or nothing, names and look-alikes included),
-authentication with the token's request bucket, the registrations allowance per address,
-and the bots' open matches."""
+"""Registered bots in Redis: registration (in single-slot steps that never show a half-made
+bot, names and look-alikes included), authentication with the token's request bucket, the
+registrations allowance per address, and the bots' open matches."""
 
 from __future__ import annotations
 
@@ -133,22 +133,47 @@ async def _batches(items: AsyncIterator[T], size: int) -> AsyncIterator[list[T]]
         yield batch
 
 
-# Register a bot, all or nothing: refused while the look-alike index is not built for this
-# key version (-1), when the case-folded name or its look-alike key is taken (0); else the
-# name, its look-alike key, the bot and its token hash, at once (1), so no half-registered
-# bot is ever visible and of two racing look-alikes exactly one wins.
-# KEYS: botname, botlook, bot, token, index version, the bot's tokens. ARGV: bot id, name,
-# created, token JSON, the key version, the token's id, the token's entry among the bot's tokens.
-REGISTER_BOT = """
-if redis.call('GET', KEYS[5]) ~= ARGV[5] then return -1 end
-if redis.call('EXISTS', KEYS[1], KEYS[2]) > 0 then return 0 end
+# Registration runs on a Redis Cluster too, where one script cannot hold the name's keys, the
+# bot's and its token's (each in a slot of its own). It is made of single-slot steps instead,
+# ordered so that no half-registered bot is ever visible and a crash leaves nothing for good:
+#
+# 1. the name is reserved first: its look-alike key (``botlook:<key>``), then its case-folded
+#    name (``botname:<casefold>``), each set to ``~<bot id>|<ms>`` unless held (RESERVE_NAME). Of
+#    two racing look-alikes exactly one holds the key they share. A reservation whose
+#    registration never finished (the process died) is taken over once STALE_RESERVATION_MS old;
+# 2. the token's record, which nobody can use before the token is answered;
+# 3. the bot's own keys in one transaction (its hash, its tokens): the bot exists from here;
+# 4. the reservations become the bot's (FINISH_NAME: ``<bot id>``), each only if still its own.
+#    Should one have been taken over meanwhile (a registration stalled past
+#    STALE_RESERVATION_MS), the bot is taken back out and the name answered as taken.
+#
+# A reservation (``~…``) names no bot: the readers of these keys skip it.
+
+# Reserve a name key (KEYS[1]) for ARGV[1] (``~<bot id>|<ms>``): 1, or 0 when it is held (by a
+# bot, or a reservation younger than ARGV[2] ms).
+RESERVE_NAME = """
+local held = redis.call('GET', KEYS[1])
+if held then
+  if string.sub(held, 1, 1) ~= '~' then return 0 end
+  local now = redis.call('TIME')
+  local at = tonumber(string.match(held, '|(%d+)$')) or 0
+  if tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) - at < tonumber(ARGV[2]) then return 0 end
+end
 redis.call('SET', KEYS[1], ARGV[1])
-redis.call('SET', KEYS[2], ARGV[1])
-redis.call('HSET', KEYS[3], 'name', ARGV[2], 'created', ARGV[3])
-redis.call('SET', KEYS[4], ARGV[4])
-redis.call('HSET', KEYS[6], ARGV[6], ARGV[7])
 return 1
 """
+
+# Turn a reservation (KEYS[1] holds ARGV[1]) into the bot's (ARGV[2]), or with ARGV[2] '' let
+# it go: 1, or 0 when the key no longer holds that reservation.
+FINISH_NAME = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[2] == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], ARGV[2]) end
+return 1
+"""
+
+#: how old a name's reservation must be before another registration takes it over (a
+#: registration takes milliseconds; one that took this long died or stalled)
+STALE_RESERVATION_MS = 60_000
 
 
 # Add a token to a bot (its token hash, and its entry among the bot's tokens), unless the bot
@@ -210,7 +235,8 @@ class BotStore:
         self.scripts = scripts
         self._authenticate = redis.register_script(AUTHENTICATE)
         self._take_registration = redis.register_script(TAKE_REGISTRATION)
-        self._register = redis.register_script(REGISTER_BOT)
+        self._reserve_name = redis.register_script(RESERVE_NAME)
+        self._finish_name = redis.register_script(FINISH_NAME)
         self._add_token = redis.register_script(ADD_TOKEN)
         self._revoke_token = redis.register_script(REVOKE_TOKEN)
 
@@ -227,13 +253,41 @@ class BotStore:
     ) -> Registration:
         """Register the bot unless its name (case-insensitive) or its look-alike key is taken,
         or the look-alike index is not built for ``key_version`` (:meth:`index_lookalikes`);
-        its token is its first (``token_id``, named ``token_name``)."""
-        keys = [f"botname:{name.casefold()}", lookalike_key_name(lookalike), bot_key(bot_id), token_key(token_hash),
-                LOOKALIKE_INDEX, bot_tokens_key(bot_id)]
+        its token is its first (``token_id``, named ``token_name``). In single-slot steps (see
+        RESERVE_NAME above): the name reserved first, the bot made visible last."""
+        if await self.lookalike_index_version() != key_version:
+            return Registration.INDEX_NOT_BUILT
         created = now_ms()
+        reservation = f"~{bot_id}|{created}"
+        name_keys = [lookalike_key_name(lookalike), f"botname:{name.casefold()}"]
+        reserved: list[str] = []
+        for key in name_keys:
+            if not await self._reserve_name(keys=[key], args=[reservation, STALE_RESERVATION_MS]):
+                await self._let_go(reserved, reservation)
+                return Registration.TAKEN
+            reserved.append(key)
+        # (a failure from here on leaves the reservations to go stale: the bot may be visible)
         token_json, entry = _token_records(bot_id, name, token_hash, token_id, token_name, created)
-        args = [bot_id, name, created, token_json, key_version, token_id, entry]
-        return Registration(int(await self._register(keys=keys, args=args)))
+        await self.redis.set(token_key(token_hash), token_json)
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hset(bot_key(bot_id), mapping={"name": name, "created": created})
+            pipe.hset(bot_tokens_key(bot_id), token_id, entry)
+            await pipe.execute()
+        for done, key in enumerate(name_keys):
+            if not await self._finish_name(keys=[key], args=[reservation, bot_id]):
+                # taken over while this registration stalled: the bot is taken back out
+                await self.redis.delete(bot_key(bot_id))
+                await self.redis.delete(bot_tokens_key(bot_id))
+                await self.redis.delete(token_key(token_hash))
+                await self._let_go(name_keys[:done], bot_id)
+                await self._let_go(name_keys[done + 1:], reservation)
+                return Registration.TAKEN
+        return Registration.REGISTERED
+
+    async def _let_go(self, name_keys: list[str], holder: str) -> None:
+        """Free the name keys that ``holder`` (a reservation, or a bot id) still holds."""
+        for key in name_keys:
+            await self._finish_name(keys=[key], args=[holder, ""])
 
     async def add_token(
         self, bot_id: str, name: str, token_hash: str, token_id: str, token_name: str, most: int
@@ -322,7 +376,11 @@ class BotStore:
         either blocks every later look-alike. Returns the bots seen."""
         seen = 0
         async for name_keys in _batches(self.redis.scan_iter(match="botname:*", count=500), 500):
-            bot_ids = [b.decode() for b in await self.redis.mget(name_keys) if b is not None]
+            async with self.redis.pipeline(transaction=False) as pipe:  # (one GET each: any slots)
+                for key in name_keys:
+                    pipe.get(key)
+                held = await pipe.execute()
+            bot_ids = [b.decode() for b in held if b is not None and not b.startswith(b"~")]  # (not reservations)
             async with self.redis.pipeline(transaction=False) as pipe:
                 for bot_id in bot_ids:
                     pipe.hget(bot_key(bot_id), "name")

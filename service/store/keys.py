@@ -12,7 +12,9 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
   the deadline of its seats to act, or while seats are free, when it is aborted unless taken
 - ``{b:<id>}:bot``     hash: name, created, invitations (its invitation policy, absent: ASK),
   challenges (its challenge policy, absent: ACCEPT_ANY); ``botname:<casefolded name>`` -> bot id
-- ``botlook:<look-alike key>`` -> bot id (``service.domain.bot_names``); ``botnames:lookalike-index``
+- ``botlook:<look-alike key>`` -> bot id (``service.domain.bot_names``); either holds
+  ``~<bot id>|<ms>`` while a registration has reserved it (``service.store.bots.RESERVE_NAME``);
+  each in a slot of its own; ``botnames:lookalike-index``
   the key version that index is built for (absent: to be built)
 - ``{b:<id>}:bot``     also description, homepage (updateBot), retired (ms, once retired)
 - ``{t:<sha256>}:bot`` the bot a token hash belongs to, and the token's id (tokens themselves are

@@ -10,13 +10,16 @@ touches one slot (the key layout in ``service.store.keys`` says which slot holds
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import logging
+from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import redis as sync_redis
 from redis.asyncio import BlockingConnectionPool, Redis
-from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.cluster import ClusterPipeline, RedisCluster
 
 log = logging.getLogger("wizard_arena.redis")
 
@@ -49,16 +52,64 @@ def open_async(url: str, *, max_connections: int, timeout: float, client_name: s
     The cluster client is typed as the plain one it stands in for: the stores use only what
     both have (commands, registered scripts, pipelines, single-slot transactions)."""
     if is_cluster(url):
-        cluster = RedisCluster.from_url(
+        cluster = GatedCluster.from_url(
             url, max_connections=max_connections, socket_timeout=timeout, client_name=client_name,
             decode_responses=False,
         )
+        cluster.gate(max_connections, timeout)
         return cast(Redis, cluster)
     pool = BlockingConnectionPool.from_url(
         url, max_connections=max_connections, timeout=timeout, health_check_interval=30,
         socket_timeout=timeout, client_name=client_name,
     )
     return Redis(connection_pool=pool, decode_responses=False)
+
+
+class GatedCluster(RedisCluster):
+    """redis-py's asyncio cluster client, whose requests beyond its connections wait their
+    turn (up to a timeout) as they do on one server's blocking pool, instead of failing at once
+    with MaxConnectionsError (redis-py's cluster nodes do not wait for a free connection).
+
+    A command or a pipeline holds one permit while it runs, and uses at most one connection
+    of each node meanwhile, so with as many permits as connections per node no node runs out."""
+
+    _permits: asyncio.Semaphore
+    _wait: float
+
+    def gate(self, permits: int, wait: float) -> None:
+        self._permits = asyncio.Semaphore(permits)
+        self._wait = wait
+
+    @contextlib.asynccontextmanager
+    async def permit(self) -> AsyncIterator[None]:
+        try:
+            async with asyncio.timeout(self._wait):
+                await self._permits.acquire()
+        except TimeoutError:
+            raise sync_redis.ConnectionError(
+                f"no Redis connection came free in {self._wait:g} s (ARENA_REDIS_POOL_SIZE connections per node)"
+            ) from None
+        try:
+            yield
+        finally:
+            self._permits.release()
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        async with self.permit():
+            return await super().execute_command(*args, **kwargs)
+
+    def pipeline(self, transaction: Any | None = None, shard_hint: Any | None = None) -> ClusterPipeline:
+        if shard_hint:
+            raise sync_redis.RedisClusterException("shard_hint is deprecated in cluster mode")
+        return _GatedPipeline(self, transaction)
+
+
+class _GatedPipeline(ClusterPipeline):
+    async def execute(self, raise_on_error: bool = True, allow_redirections: bool = True) -> list[Any]:
+        client = self.cluster_client
+        assert isinstance(client, GatedCluster)
+        async with client.permit():
+            return await super().execute(raise_on_error, allow_redirections)
 
 
 def open_sync(url: str, **options: Any) -> sync_redis.Redis:
