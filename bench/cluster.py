@@ -14,7 +14,9 @@ of the same ``redis-server`` binary (``service.store.embedded_redis``,
   moves/s, the serve process's CPU per move and the Redis processes' (the server; the
   cluster's masters, and its replicas apart); each neighbouring pair of slices gives one
   cluster ÷ single ratio, and the medians are reported (the issue's target: ≥ 0.9×).
-- **spread and memory**: ``matches`` matches created and seated (4 bots each: ACTIVE, live)
+- **spread and memory**: ``matches`` match ids drawn as the service draws them, and the
+  master each lands on (nothing written: the spread's cause apart from the service); then
+  ``matches`` matches created and seated (4 bots each: ACTIVE, live)
   through the API on each side; the keys they added on each master (``DBSIZE`` before and
   after), their largest deviation from an even share (target: within ±20 %), and
   ``used_memory`` (``INFO memory``) added per live match. A finished match's own keys (its
@@ -336,6 +338,29 @@ async def live_matches(side: Side, matches: int, seed: int) -> dict[str, Any]:
     return result
 
 
+def id_spread(side: Side, matches: int) -> dict[str, Any]:
+    """Where ``matches`` match ids as the service draws them (``new_match_id``) land: the
+    master serving each one's slot (``CLUSTER SLOTS``), nothing written. What the spread of
+    live matches over the masters comes from, measured apart from the service's writes."""
+    from service.model.homes import new_match_id
+
+    client = side.master_clients[0]
+    owners: list[tuple[int, int, int]] = [
+        (int(row[0]), int(row[1]), int(row[2][1])) for row in client.execute_command("CLUSTER", "SLOTS")
+    ]
+    ports = sorted({port for _, _, port in owners})
+    counts = dict.fromkeys(ports, 0)
+    for _ in range(matches):
+        slot = int(client.execute_command("CLUSTER", "KEYSLOT", f"{{m:{new_match_id()}}}:match"))
+        counts[next(port for low, high, port in owners if low <= slot <= high)] += 1
+    share = matches / len(ports)
+    return {
+        "matches": matches,
+        "per_master": list(counts.values()),
+        "largest_deviation_from_even": round(max(abs(c - share) for c in counts.values()) / share, 3),
+    }
+
+
 def finished_match_bytes(side: Side, match_ids: list[str], sample: int = 5) -> int | None:
     """The median size of a finished match's own keys (hash and event stream), unsettled as
     no worker runs here (MEMORY USAGE, every element counted)."""
@@ -378,6 +403,7 @@ def bench_cluster(
                          "seconds of at least 4 slices")
     with Sides(masters, replicas, matches) as sides:
         single, cluster = sides.sides[SINGLE], sides.sides[CLUSTER]
+        spread = id_spread(cluster, matches)
         moves = asyncio.run(interleaved([single, cluster], clients, seconds, seed, slice_seconds))
         finished = moves.pop("finished")
         live = {side.name: asyncio.run(live_matches(side, matches, seed)) for side in (single, cluster)}
@@ -392,6 +418,7 @@ def bench_cluster(
             "moves": moves,
             "target_moves_ratio": TARGET_RATE_RATIO,
             "live_matches": live,
+            "match_ids_over_masters": spread,
             "target_spread": TARGET_SPREAD,
             "finished_match_bytes": {side.name: finished_match_bytes(side, finished[side.name]) for side in (single, cluster)},
         }
