@@ -16,11 +16,12 @@ of the same ``redis-server`` binary (``service.store.embedded_redis``,
   cluster ÷ single ratio, and the medians are reported (the issue's target: ≥ 0.9×).
 - **spread and memory**: ``matches`` match ids drawn as the service draws them, and the
   master each lands on (nothing written: the spread's cause apart from the service); then
-  ``matches`` matches created and seated (4 bots each: ACTIVE, live)
-  through the API on each side; the keys they added on each master (``DBSIZE`` before and
-  after), their largest deviation from an even share (target: within ±20 %), and
-  ``used_memory`` (``INFO memory``) added per live match. A finished match's own keys (its
-  hash and its event stream of ~540 moves) are sized with ``MEMORY USAGE``.
+  ``matches`` matches created and seated (4 bots each: ACTIVE, live) through the API on each
+  side: the keys they added on each master (in the homes' slots, ``CLUSTER
+  COUNTKEYSINSLOT``, before and after), their largest deviation from an even share (target:
+  within ±20 %), and ``used_memory`` (``INFO memory``) added per live match. A finished
+  match's own keys (its hash, record included, and its event stream as trimmed:
+  ``ARENA_MATCH_EVENTS_KEPT``) are sized with ``MEMORY USAGE``.
 - **capacity**: what one core of each part carries, from the CPU per move: moves/s per API
   process and per Redis master, live matches per GiB of Redis memory.
 """
@@ -293,7 +294,22 @@ def _ratios(slices: list[dict[str, Any]]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------- spread and memory
 def _per_master(side: Side) -> list[dict[str, int]]:
-    return [{"keys": int(c.dbsize()), "used_memory": int(c.info("memory")["used_memory"])} for c in side.master_clients]
+    """Each master's keys and used memory. On a cluster the keys counted are those in the
+    homes' slots (``CLUSTER COUNTKEYSINSLOT``), where every match's keys are: the bots'
+    rate-limit keys expiring meanwhile count on no side."""
+    if len(side.master_clients) == 1:
+        client = side.master_clients[0]
+        return [{"keys": int(client.dbsize()), "used_memory": int(client.info("memory")["used_memory"])}]
+    from service.model.homes import HOME_STEP, HOMES
+
+    rows = []
+    for client in side.master_clients:
+        served = [(int(r[0]), int(r[1])) for r in client.execute_command("CLUSTER", "SLOTS")
+                  if int(r[2][1]) == client.connection_pool.connection_kwargs["port"]]
+        slots = [h * HOME_STEP for h in range(HOMES) if any(low <= h * HOME_STEP <= high for low, high in served)]
+        keys = sum(int(client.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot)) for slot in slots)
+        rows.append({"keys": keys, "used_memory": int(client.info("memory")["used_memory"])})
+    return rows
 
 
 async def live_matches(side: Side, matches: int, seed: int) -> dict[str, Any]:
