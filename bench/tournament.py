@@ -59,6 +59,7 @@ async def _tournament(
         }
         if move_timeout_ms is not None:
             spec["moveTimeoutMs"] = move_timeout_ms
+        cpu_before = arena.cpu_seconds()
         called_ms = int(time.time() * 1000)
         started = time.perf_counter()
         tid = (await _gql(conn, CREATE, {"i": spec}, token))["createTournament"]["id"]
@@ -72,6 +73,7 @@ async def _tournament(
                 raise RuntimeError(f"tournament {tid} still {status} after {limit_seconds} s; see {arena.folder}")
             await asyncio.sleep(0.02)
         wall = time.perf_counter() - started
+        cpu_after = arena.cpu_seconds()
         if status != "FINISHED":
             raise RuntimeError(f"tournament {tid} was {status}; see {arena.folder}")
         result = (await _gql(conn, RESULT, {"t": tid}, token))["tournament"]
@@ -126,6 +128,10 @@ async def _tournament(
         },
         "timeout_moves": sum(t["timeouts"] for t in tables),
         "house_jobs": house_jobs,
+        "cpu_seconds": {
+            name: None if after is None or cpu_before[name] is None else round(after - cpu_before[name], 2)  # type: ignore[operator]
+            for name, after in cpu_after.items()
+        },
     }
 
 
@@ -188,6 +194,8 @@ def bench_tournament(
         "phases_seconds": run["phases_seconds"],
         "timeout_moves": run["timeout_moves"],
         "house_matches_by_worker": run["house_jobs"]["matches_by_worker"],
+        # (the workers' with their jobs', up to the status FINISHED)
+        "cpu_seconds": run["cpu_seconds"],
         "house_jobs": run["house_jobs"]["jobs"],
         "engine_in_process": {**engine, "matches_per_minute": round(engine["games_per_second"] * 60, 1)},
         "engine_over_infrastructure": round(engine["games_per_second"] * 60 / per_minute, 1),
