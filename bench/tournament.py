@@ -136,15 +136,30 @@ async def _tournament(
 
 
 async def _house_jobs(store: Any) -> dict[str, Any]:
-    """Which worker played how many house-only matches: RQ's record of each
-    ``play_house_matches`` job (``house-<first match>-<matches>``) names its worker."""
+    """Which worker played how many house-only matches, and how many jobs ran at once on
+    average while any did (their time together ÷ the time any ran): RQ's record of each
+    ``play_house_matches`` job (``house-<first match>-<matches>``)."""
+    from rq.utils import utcparse
+
     by_worker: dict[str, int] = {}
-    jobs = 0
+    spans: list[tuple[float, float]] = []
     async for key in store.scan_iter(match="rq:job:house-*"):
-        name = (await store.hget(key, "worker_name") or b"?").decode()
-        by_worker[name] = by_worker.get(name, 0) + int(key.rsplit(b"-", 1)[1])
-        jobs += 1
-    return {"jobs": jobs, "matches_by_worker": sorted(by_worker.values(), reverse=True)}
+        name, started, ended = await store.hmget(key, ["worker_name", "started_at", "ended_at"])
+        worker = (name or b"?").decode()
+        by_worker[worker] = by_worker.get(worker, 0) + int(key.rsplit(b"-", 1)[1])
+        if started and ended:
+            spans.append((utcparse(started.decode()).timestamp(), utcparse(ended.decode()).timestamp()))
+    busy = covered = 0.0
+    reach = float("-inf")
+    for start, end in sorted(spans):
+        busy += end - start
+        covered += max(0.0, end - max(start, reach))
+        reach = max(reach, end)
+    return {
+        "jobs": len(spans),
+        "matches_by_worker": sorted(by_worker.values(), reverse=True),
+        "jobs_at_once": round(busy / covered, 2) if covered else None,
+    }
 
 
 def engine_rate(players: int, tables: list[list[str]], min_seconds: float, seed: int = 1) -> dict[str, Any]:
@@ -197,6 +212,7 @@ def bench_tournament(
         # (the workers' with their jobs', up to the status FINISHED)
         "cpu_seconds": run["cpu_seconds"],
         "house_jobs": run["house_jobs"]["jobs"],
+        "house_jobs_at_once": run["house_jobs"]["jobs_at_once"],
         "engine_in_process": {**engine, "matches_per_minute": round(engine["games_per_second"] * 60, 1)},
         "engine_over_infrastructure": round(engine["games_per_second"] * 60 / per_minute, 1),
         "standings_top": run["standings_top"],
