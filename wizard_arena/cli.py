@@ -130,6 +130,12 @@ def _bench_cluster(args: argparse.Namespace) -> None:
     _print_nested(result, args.json)
 
 
+def _bench_idle_worker(args: argparse.Namespace) -> None:
+    from bench.idle_worker import bench_idle_worker
+
+    _print_nested(bench_idle_worker(args.workers, args.seconds), args.json)
+
+
 def _bench_ladder_pass(args: argparse.Namespace) -> None:
     from bench.ladder_pass import bench_ladder_pass
 
@@ -617,6 +623,12 @@ def build_parser() -> argparse.ArgumentParser:
     cluster.add_argument("--seed", type=int, default=1)
     cluster.add_argument("--json", action="store_true", help="print one JSON line")
     cluster.set_defaults(run=_bench_cluster)
+
+    idle_worker = benches.add_parser("idle-worker", help="the CPU an idle worker (its clock) and Redis use")
+    idle_worker.add_argument("--workers", type=int, default=1)
+    idle_worker.add_argument("--seconds", type=float, default=10.0)
+    idle_worker.add_argument("--json", action="store_true", help="print one JSON line")
+    idle_worker.set_defaults(run=_bench_idle_worker)
 
     ladder_pass = benches.add_parser(
         "ladder-pass", help="one ladder's pairing pass over many members through Redis: starting tables, and at the cap"
