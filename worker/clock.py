@@ -39,7 +39,7 @@ from service.health import Heartbeat
 from service.outage import Outage, unless_stopped
 from service.store.clock import now_ms
 from worker import jobs
-from worker.deadlines import POLL_SECONDS, sweep_once
+from worker.deadlines import POLL_SECONDS, Sweeper
 
 log = logging.getLogger("wizard_arena.clock")
 
@@ -142,11 +142,12 @@ async def run_clock(services: Services, queue: JobQueue, stop: asyncio.Event) ->
     next_settle = next_tournaments = next_ladders = next_house_play = 0.0
     ladder_pass: asyncio.Task[None] | None = None  # one pass at a time in this worker
     heartbeat = Heartbeat(services.redis)  # /readyz and `worker --check` see the clock go round
+    sweeper = Sweeper(services)
     outage = Outage("Redis", log)
     while not stop.is_set():
         try:
             await heartbeat.beat()
-            await sweep_once(services)
+            upcoming = await sweeper.sweep()
             now = time.monotonic()
             if now >= next_settle:
                 next_settle = now + SETTLE_EVERY
@@ -163,13 +164,12 @@ async def run_clock(services: Services, queue: JobQueue, stop: asyncio.Event) ->
             if now >= next_ladders and (ladder_pass is None or ladder_pass.done()):
                 next_ladders = now + services.settings.ladder_pair_seconds
                 ladder_pass = asyncio.create_task(pair_ladders(services))
-            upcoming = await services.matches.next_due_ms()
             outage.recovered()
         except Exception as error:  # noqa: BLE001 - keep the clock running, whatever failed (outage.after reports it)
             # Redis away (restarting, say): said once, when it starts, and once when it ends
             await unless_stopped(stop, outage.after(error, lambda: log.exception("clock tick failed; retrying")))
             continue
-        wait = POLL_SECONDS if upcoming is None else min(POLL_SECONDS, max(0.0, (upcoming - now_ms()) / 1000))
+        wait = min(POLL_SECONDS, max(0.0, (upcoming - now_ms()) / 1000))
         await unless_stopped(stop, wait)
     if ladder_pass is not None:
         await ladder_pass  # a pass ends by itself, each table stored and started whole

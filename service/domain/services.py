@@ -9,6 +9,7 @@ it into work (``worker.clock``)."""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ from service.store.house_play import HousePlayQueue
 from service.store.ladders import LadderStore
 from service.store.matches import MatchStore
 from service.store.ratings import RatingStore
-from service.store.redis_client import open_async
+from service.store.redis_client import open_async, serving
 from service.store.script_line import ScriptLine
 from service.store.tournaments import TournamentStore
 from service.store.webhooks import WebhookStore
@@ -80,7 +81,9 @@ class Services:
         redis = open_async(settings.redis_url, max_connections=settings.redis_pool_size, timeout=POOL_WAIT_SECONDS,
                            client_name=f"wizard-arena-{role}-{os.getpid()}")
         metrics = metrics or Metrics()
-        scripts = ScriptLine(redis)
+        scripts = ScriptLine(redis, replicas=settings.commit_replicas,
+                             replica_timeout_ms=settings.commit_replica_timeout_ms,
+                             on_replica_shortfall=metrics.replica_shortfalls.inc)
         archive = Archive(settings.database_url) if settings.database_url else None
         bot_store = BotStore(redis, scripts)
         match_store = MatchStore(redis, scripts, archive, settings.archive_grace_seconds, settings.match_events_kept)
@@ -96,7 +99,7 @@ class Services:
         if role in HOUSE_PLAY_ROLES:  # the house-only matches a worker starts: any worker's job plays them
             matches.house_play = HousePlayQueue(redis)
         settlement = Settlement(matches.matches, tournaments, ratings, ladders, archive)
-        probes: dict[str, Callable[[], Awaitable[object]]] = {"Redis": redis.ping}
+        probes: dict[str, Callable[[], Awaitable[object]]] = {"Redis": functools.partial(serving, redis)}
         if archive is not None:
             probes["the archive"] = archive.ping
         return cls(settings, redis, scripts, BotService(bot_store, settings, feed), matches, metrics, tournaments,

@@ -3,7 +3,9 @@ knows them (the scripts name channels after their keys, as below).
 
 Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
 - ``{m:<id>}:match``   hash: version, settings (JSON), state (engine bytes), live (JSON),
-  eid (id of the match's latest event), record (JSON, once finished)
+  eid (id of the match's latest event), record (JSON, once finished), hooked (``|<bot>|<bot>|``:
+  its bots that have a webhook, whose calls its scripts queue; absent in a match made before
+  homes, whose scripts look at its bots' hashes)
 - ``{m:<id>}:events``  stream: one entry per change, ``v`` (version) and ``e`` (event JSON);
   the match's event log and replay source
 - ``{m:<id>}:wake``    pub/sub channel: each event as it is committed, ``<version>|<event id>|<event
@@ -19,12 +21,18 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
 - ``{b:<id>}:bot``     also description, homepage (updateBot), retired (ms, once retired)
 - ``{t:<sha256>}:bot`` the bot a token hash belongs to, and the token's id (tokens themselves are
   never stored); ``{t:<sha256>}:used`` when the token was last looked up (ms)
-- ``{b:<id>}:tokens``  hash: token id -> JSON {name, created, hash}: the bot's tokens
-- ``tokens:revoked``   pub/sub channel: the hash of each token revoked, so every API process
-  drops what it keeps of it (``service.domain.bots``)
-- ``{b:<id>}:matches`` set: matches the bot sits in that have not ended
+- ``{b:<id>}:tokens``  hash: token id -> JSON {name, created, hash, state}: the bot's tokens;
+  ``state`` ``making`` or ``revoking`` while a change of the two slots (this and the token's
+  ``{t:<sha256>}:bot``) is under way (``service.store.bots``), absent when in use
+- ``{b:tokens}:revoked`` pub/sub channel: the hash of each token revoked, so every API process
+  drops what it keeps of it (``service.domain.bots``); on a cluster, published on every node
+- ``{b:<id>}:matches`` set: matches the bot sits in that have not ended, noted before the
+  script that seats it and dropped after the one that ends the match (or frees its seat), in
+  steps of their own (another slot): it may hold a match where the bot holds no seat or that
+  ended, which readers ignore and settlement (or the cap on open matches) drops
 - ``{b:<id>}:waiting`` sorted set: matches the bot created whose seats are not all taken yet,
-  by when they are aborted if they still are not
+  by when they are aborted if they still are not, reserved before the match is created and
+  dropped after the commit that fills or aborts it (an entry past its time counts no more)
 - ``{b:<id>}:wake``    pub/sub channel: a match's id when the bot is seated in it
 - ``{b:<id>}:invitations`` sorted set: tournaments the bot was invited to, by when;
   ``{b:<id>}:invited`` pub/sub channel: what the bot is offered and must answer: a tournament's
@@ -40,7 +48,8 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
 - ``{t:<sha256>}:rate`` a token's request bucket
 - ``registrations:<address>`` bots registered from a client address this hour
 - ``matches:unsettled`` sorted set: ended matches not yet settled, by when they ended;
-  ``settle-claim:<match>`` held while one's settlement job is queued or running
+  ``matches:settle-claims`` hash: match -> until when (ms) its settlement job, queued or
+  running, holds it
 - ``{b:<id>}:ratings`` hash: ruleset -> the bot's Elo rating, games and deviation (JSON; kept
   before deviations were: no deviation); ``{b:<id>}:history:<ruleset>``
   list: its rating after each rated match; ``leaderboard:<ruleset>:<ELO|FITTED>`` sorted sets;
@@ -93,23 +102,32 @@ the live listing, its webhook calls) is sharded into ``HOMES`` homes, each one s
 spread over the 16,384 (home ``h`` is slot ``h * 256``). Match ids are drawn so that a match's
 own keys hash to one of those slots (:func:`new_match_id`): a match's keys and its home's are
 in one slot, and its scripts stay whole. A home's keys are ``{<tag>}:deadlines``,
-``{<tag>}:unsettled``, ``{<tag>}:live``, ``{<tag>}:webhook-calls`` (:func:`home_key`); the
-workers' sweepers go over every home. A match whose id is not in a home (one made before
-homes, on one Redis server) uses the unsharded keys named below (``deadlines``, …), which the
-sweepers also cover: on one server, slots do not matter.
+``{<tag>}:unsettled``, ``{<tag>}:settle-claims``, ``{<tag>}:live``, ``{<tag>}:webhook-calls``
+(:func:`home_key`, :func:`match_home_key`); the workers' sweepers, the settlement claims, the
+listings and the metrics go over every home (pipelined reads). A match's bots' keys are in
+other slots: what a commit changes there (their open and waiting matches) is written by steps
+of its own around the match's script (``service.store.matches``). A match whose id is not in
+a home (one made before homes, on one Redis server) uses the unsharded keys named below
+(``deadlines``, …), which the sweepers also cover: on one server, slots do not matter.
 """
 
 from __future__ import annotations
 
-from service.model.homes import HOME_TAGS
+from service.model.homes import HOME_TAGS, home_of_match
 
 
 def home_key(home: int | None, name: str) -> str:
-    """Home ``home``'s key ``name`` (``deadlines``, ``unsettled``, ``live``, ``webhook-calls``);
-    None: the unsharded key of that name (see the module's docstring)."""
+    """Home ``home``'s key ``name`` (``deadlines``, ``unsettled``, ``settle-claims``, ``live``,
+    ``webhook-calls``); None: the unsharded key of that name (see the module's docstring)."""
     if home is None:
         return _UNSHARDED[name]
     return f"{{{HOME_TAGS[home]}}}:{name}"
+
+
+def match_home_key(match_id: str, name: str) -> str:
+    """The key ``name`` of the home match ``match_id`` lives in (:func:`home_key`): in the
+    match's own slot."""
+    return home_key(home_of_match(match_id), name)
 
 
 DEADLINES = "deadlines"
@@ -129,8 +147,11 @@ CLOCK_HEARTBEATS = "clock:heartbeats"
 WEBHOOK_CALLS = "webhooks:calls"
 #: the consumer group of the dispatchers on WEBHOOK_CALLS
 WEBHOOK_DISPATCHERS = "dispatchers"
+#: Until when (ms) each queued settlement is claimed, by match.
+SETTLE_CLAIMS = "matches:settle-claims"
 #: a home's keys (home_key) by name, and the unsharded key each stands in for
-_UNSHARDED = {"deadlines": DEADLINES, "unsettled": UNSETTLED, "live": LIVE_MATCHES, "webhook-calls": WEBHOOK_CALLS}
+_UNSHARDED = {"deadlines": DEADLINES, "unsettled": UNSETTLED, "live": LIVE_MATCHES, "webhook-calls": WEBHOOK_CALLS,
+              "settle-claims": SETTLE_CLAIMS}
 
 
 def webhook_sent_key(match_id: str, version: int, seat: int, kind: str) -> str:
@@ -303,11 +324,6 @@ UNARCHIVED_TOURNAMENTS = "tournaments:unarchived"
 def archive_claim_key(tournament_id: str) -> str:
     """Held while an ended tournament's archiving job is queued or running (or waits to retry)."""
     return f"archive-claim:{tournament_id}"
-
-
-def settle_claim_key(match_id: str) -> str:
-    """Held while an ended match's settlement job is queued or running."""
-    return f"settle-claim:{match_id}"
 
 
 #: rulesets whose fitted ratings someone asked to refit

@@ -24,7 +24,7 @@ import pytest
 from rq import Queue
 
 from ranking.ratings import INITIAL_DEVIATION, INITIAL_RATING, elo_deviation_after, elo_update
-from service.store.keys import history_key, leaderboard_key, ratings_key
+from service.store.keys import history_key, leaderboard_key, match_home_key, ratings_key
 from tests.service.arena_client import REPO
 from tests.service.test_tournaments import Player, check_standings, consenting, create, get, wait_status, wait_until
 from worker import jobs
@@ -77,7 +77,7 @@ def wait_finished(api: Any, match_ids: list[str]) -> list[dict[str, Any]]:
 def wait_settled(redis_client: Any, match_ids: list[str]) -> None:
     """An ended match sits in the settlement queue until its settlement job has run."""
     wait_until(
-        lambda: all(redis_client.zscore("matches:unsettled", m) is None for m in match_ids),
+        lambda: all(redis_client.zscore(match_home_key(m, "unsettled"), m) is None for m in match_ids),
         f"the settlement of {match_ids}",
     )
 

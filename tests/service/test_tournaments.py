@@ -36,7 +36,7 @@ from service.domain.tournaments import NewTournament
 from service.model.homes import homed_match_id
 from service.model.tournament import Table
 from service.store.clock import now_ms
-from service.store.keys import UNSETTLED, history_key, tournament_key, tournament_lock_key
+from service.store.keys import history_key, match_home_key, tournament_key, tournament_lock_key
 from tests.service import arena_client
 from tests.service.conftest import ended_by_its_last_commit, live_match
 
@@ -348,7 +348,7 @@ def test_a_running_tournament_cancelled_by_its_creator_starts_no_more_matches(ap
     def settled() -> dict[str, Any] | None:  # the matches under way played on, and were settled
         view = get(api, tid)
         ended = all(m["status"] == "FINISHED" for m in view["matches"])
-        queued = any(redis_client.zscore("matches:unsettled", m["id"]) is not None for m in view["matches"])
+        queued = any(redis_client.zscore(match_home_key(m["id"], "unsettled"), m["id"]) is not None for m in view["matches"])
         return view if ended and not queued else None
 
     view = wait_until(settled, "the matches under way to end and be settled", timeout=30)
@@ -640,18 +640,18 @@ def test_settle_leaves_a_tournament_match_queued_while_another_run_holds_the_tou
             match = await ended_by_its_last_commit(
                 services, live_match(ruleset="WIZARD_JUNIOR", tournament=t.id, match_id=f"{t.id}-r1t0-0")
             )
-            assert await services.redis.zscore(UNSETTLED, match.id) is not None
+            assert await services.redis.zscore(match_home_key(match.id, "unsettled"), match.id) is not None
 
             key = tournament_lock_key(t.id)
             lock_key.append(key)
             assert redis_client.set(key, "someone-else", nx=True, px=60_000)
             await services.settlement.settle(match.id)
-            assert await services.redis.zscore(UNSETTLED, match.id) is not None  # retried later
+            assert await services.redis.zscore(match_home_key(match.id, "unsettled"), match.id) is not None  # retried later
             assert redis_client.get(key) == b"someone-else"  # their lock is left alone
 
             redis_client.delete(key)
             await services.settlement.settle(match.id)  # the retry, once the lock is free
-            assert await services.redis.zscore(UNSETTLED, match.id) is None
+            assert await services.redis.zscore(match_home_key(match.id, "unsettled"), match.id) is None
         finally:
             for key in lock_key:
                 redis_client.delete(key)
