@@ -96,7 +96,6 @@ async def _tournament(
                 "status": live["status"],
                 "timeouts": sum(live["timeouts"]),
             })
-        house_jobs = await _house_jobs(store)
     finally:
         await store.aclose()
         await conn.close()
@@ -127,38 +126,10 @@ async def _tournament(
             "mean": round(statistics.fmean(gaps), 2) if gaps else None, "max": round(max(gaps), 2) if gaps else None,
         },
         "timeout_moves": sum(t["timeouts"] for t in tables),
-        "house_jobs": house_jobs,
         "cpu_seconds": {
             name: None if after is None or cpu_before[name] is None else round(after - cpu_before[name], 2)  # type: ignore[operator]
             for name, after in cpu_after.items()
         },
-    }
-
-
-async def _house_jobs(store: Any) -> dict[str, Any]:
-    """Which worker played how many house-only matches, and how many jobs ran at once on
-    average while any did (their time together ÷ the time any ran): RQ's record of each
-    ``play_house_matches`` job (``house-<first match>-<matches>``)."""
-    from rq.utils import utcparse
-
-    by_worker: dict[str, int] = {}
-    spans: list[tuple[float, float]] = []
-    async for key in store.scan_iter(match="rq:job:house-*"):
-        name, started, ended = await store.hmget(key, ["worker_name", "started_at", "ended_at"])
-        worker = (name or b"?").decode()
-        by_worker[worker] = by_worker.get(worker, 0) + int(key.rsplit(b"-", 1)[1])
-        if started and ended:
-            spans.append((utcparse(started.decode()).timestamp(), utcparse(ended.decode()).timestamp()))
-    busy = covered = 0.0
-    reach = float("-inf")
-    for start, end in sorted(spans):
-        busy += end - start
-        covered += max(0.0, end - max(start, reach))
-        reach = max(reach, end)
-    return {
-        "jobs": len(spans),
-        "matches_by_worker": sorted(by_worker.values(), reverse=True),
-        "jobs_at_once": round(busy / covered, 2) if covered else None,
     }
 
 
@@ -208,11 +179,8 @@ def bench_tournament(
         "between_rounds_seconds": run["between_rounds_seconds"],
         "phases_seconds": run["phases_seconds"],
         "timeout_moves": run["timeout_moves"],
-        "house_matches_by_worker": run["house_jobs"]["matches_by_worker"],
         # (the workers' with their jobs', up to the status FINISHED)
         "cpu_seconds": run["cpu_seconds"],
-        "house_jobs": run["house_jobs"]["jobs"],
-        "house_jobs_at_once": run["house_jobs"]["jobs_at_once"],
         "engine_in_process": {**engine, "matches_per_minute": round(engine["games_per_second"] * 60, 1)},
         "engine_over_infrastructure": round(engine["games_per_second"] * 60 / per_minute, 1),
         "standings_top": run["standings_top"],

@@ -5,9 +5,9 @@
   (``worker.jobs.settle_matches``), and refits asked for a job each
   (``worker.jobs.fit_ratings``); a settlement that a dead worker left unfinished is queued
   again once its claim (``SETTLE_CLAIM_SECONDS``) lapses;
-- every 0.05 s: the house-only matches workers started (tournament tables of house bots) get
-  RQ jobs that play them (``worker.jobs.play_house_matches``), split in as many jobs as
-  workers listen on the queue, so that every free worker takes a share;
+- every 0.05 s: the house-only matches workers started (tournament tables of house bots) and
+  handed over are taken, each worker's clock as many as it has room for
+  (``HOUSE_MATCHES_PER_WORKER``), and played in its loop: every worker takes a share;
 - every 0.5 s: each tournament that is due or running is advanced (started at its time,
   its next tables created as its matches end), and each that ended gets a job that archives
   it (``worker.jobs.archive_tournament``); challenges past their expiry are written EXPIRED,
@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from redis import Redis as SyncRedis
-from rq import Queue, Worker
+from rq import Queue
 
 from service.domain.services import Services
 from service.health import Heartbeat
@@ -48,11 +48,9 @@ JOB_QUEUE = "default"
 SETTLE_EVERY = 0.2
 TOURNAMENTS_EVERY = 0.5
 HOUSE_PLAY_EVERY = 0.05
-#: house-only matches handed to jobs in one round of the clock at most
-HOUSE_PLAY_BATCH = 200
-#: a job playing house matches may take this long (SEARCH bots think for seconds a move); one
-#: stopped sooner leaves its matches to the deadline sweeper
-HOUSE_PLAY_JOB_SECONDS = 3600
+#: house-only matches one worker's clock plays at once at most: the rest wait for a worker with
+#: room (the moves are the CPU's: more at once in one process only share its core)
+HOUSE_MATCHES_PER_WORKER = 8
 SETTLE_CLAIM_SECONDS = 30
 #: ended matches settled by one job at most
 SETTLE_BATCH = 200
@@ -64,12 +62,8 @@ class JobQueue:
     def __init__(self, redis_url: str) -> None:
         self.queue = Queue(JOB_QUEUE, connection=SyncRedis.from_url(redis_url))
 
-    async def put(self, job: Callable[..., Any], *args: Any, job_id: str, timeout: int | None = None) -> None:
-        await asyncio.to_thread(self.queue.enqueue, job, *args, job_id=job_id, job_timeout=timeout)
-
-    async def workers(self) -> int:
-        """How many workers take jobs from the queue now."""
-        return await asyncio.to_thread(Worker.count, queue=self.queue)
+    async def put(self, job: Callable[..., Any], *args: Any, job_id: str) -> None:
+        await asyncio.to_thread(self.queue.enqueue, job, *args, job_id=job_id)
 
     def close(self) -> None:
         self.queue.connection.close()
@@ -85,21 +79,32 @@ async def queue_settlements(services: Services, queue: JobQueue) -> int:
     return len(claimed)
 
 
-async def queue_house_play(services: Services, queue: JobQueue) -> int:
-    """The house-only matches waiting to be played, in one job per worker listening (at least
-    one): each free worker takes a share, and plays its matches side by side."""
-    house_play = services.matches.house_play
-    if house_play is None:
-        return 0
-    taken = await house_play.take(HOUSE_PLAY_BATCH)
-    if not taken:
-        return 0
-    share = -(-len(taken) // max(1, min(len(taken), await queue.workers())))
-    for start in range(0, len(taken), share):
-        batch = taken[start:start + share]
-        await queue.put(jobs.play_house_matches, batch, job_id=f"house-{batch[0]}-{len(batch)}",
-                        timeout=HOUSE_PLAY_JOB_SECONDS)
-    return len(taken)
+class HousePlayer:
+    """This worker's share of the house-only matches handed over (``service.store.house_play``):
+    as many as it has room for, each played to its end as a task of the clock's loop (where
+    the worker that started a match used to play it: now whichever worker has room does)."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.playing: set[asyncio.Task[None]] = set()
+
+    async def take_share(self) -> int:
+        house_play = self.services.matches.house_play
+        room = HOUSE_MATCHES_PER_WORKER - len(self.playing)
+        if house_play is None or room <= 0:
+            return 0
+        taken = await house_play.take(room)
+        for match_id in taken:
+            task = asyncio.create_task(self.services.matches.play_house_turns(match_id))
+            self.playing.add(task)
+            task.add_done_callback(self.playing.discard)
+        return len(taken)
+
+    async def stop(self) -> None:
+        """Stop playing: a match left unfinished is played by the deadline sweeper of any worker."""
+        for task in self.playing:
+            task.cancel()
+        await asyncio.gather(*self.playing, return_exceptions=True)
 
 
 async def queue_tournament_archives(services: Services, queue: JobQueue) -> int:
@@ -143,6 +148,7 @@ async def run_clock(services: Services, queue: JobQueue, stop: asyncio.Event) ->
     ladder_pass: asyncio.Task[None] | None = None  # one pass at a time in this worker
     heartbeat = Heartbeat(services.redis)  # /readyz and `worker --check` see the clock go round
     sweeper = Sweeper(services)
+    house_player = HousePlayer(services)
     outage = Outage("Redis", log)
     while not stop.is_set():
         try:
@@ -155,7 +161,7 @@ async def run_clock(services: Services, queue: JobQueue, stop: asyncio.Event) ->
                 await queue_fits(services, queue)
             if now >= next_house_play:
                 next_house_play = now + HOUSE_PLAY_EVERY
-                await queue_house_play(services, queue)
+                await house_player.take_share()
             if now >= next_tournaments:
                 next_tournaments = now + TOURNAMENTS_EVERY
                 await advance_tournaments(services)
@@ -171,5 +177,6 @@ async def run_clock(services: Services, queue: JobQueue, stop: asyncio.Event) ->
             continue
         wait = min(POLL_SECONDS, max(0.0, (upcoming - now_ms()) / 1000))
         await unless_stopped(stop, wait)
+    await house_player.stop()
     if ladder_pass is not None:
         await ladder_pass  # a pass ends by itself, each table stored and started whole

@@ -68,15 +68,6 @@ def settle_matches(match_ids: list[str]) -> None:
     _run(work)
 
 
-def play_house_matches(match_ids: list[str]) -> None:
-    """House-only matches (tournament tables of house bots), played here to their end, each
-    beside the others on this job's loop: the clocks hand a worker's share of those waiting
-    to each job, so more workers play them sooner. Every move is committed against the
-    version it was decided on (``MatchService.play_house_turns``): a match also played by the
-    deadline sweeper, or by a job run twice, gets each move once."""
-    _run(lambda s: asyncio.gather(*(s.matches.play_house_turns(m) for m in match_ids)))
-
-
 def archive_tournament(tournament_id: str) -> None:
     """An ended tournament into the archive (retried like a settlement while it is away)."""
     _run(lambda s: _or_later(

@@ -581,7 +581,7 @@ class MatchService:
 
     async def _hand_off_house_match(self, match_id: str) -> None:
         """A house-only match started here (a worker's): handed over, so that whichever worker
-        is free makes its moves (``worker.jobs.play_house_matches``), not all in this process.
+        has room makes its moves (``worker.clock.HousePlayer``), not all in this process.
         Should the hand-over fail, its seats' deadline has the sweeper play it."""
         assert self.house_play is not None
         logs.match_id.set(match_id)

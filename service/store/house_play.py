@@ -1,12 +1,12 @@
 """House-only matches (a tournament's table of house bots) whose moves a worker is to make:
-the process that starts one hands it over here instead of playing it itself, and the
-workers' clocks turn what waits here into RQ jobs, so that the matches are played wherever
-a worker is free (``worker.clock.queue_house_play``, ``worker.jobs.play_house_matches``).
+the process that starts one hands it over here instead of playing it itself, and each
+worker's clock takes as many as it has room for and plays them, so that the matches are
+played wherever a worker is free (``worker.clock.HousePlayer``).
 
 One list, written and read by single-key commands (a cluster puts it on one master; it
 sees one push and one pop per match, not per move). Nothing here needs to be exactly once:
 every house move is committed against the version it was decided on, so a match handed out
-twice is still played once; one lost between the push and its job (a process killed) is
+twice is still played once; one lost between the push and its play (a process killed) is
 played by the deadline sweeper when its seats' deadline passes."""
 
 from __future__ import annotations

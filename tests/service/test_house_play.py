@@ -1,14 +1,13 @@
 """House-only matches that a worker starts (a tournament's tables of house bots) are played
 wherever a worker is free: the starting process hands them over (``matches:house-play``),
-the clock splits what waits into one job per worker listening, and a job plays its matches;
-two players of one match make each move once (the commit's expected version). The API still
+and each worker's clock takes as many as it has room for and plays them; two players of one
+match make each move once (the commit's expected version). The API still
 plays the house bots of the matches it starts itself."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
 from service.domain.services import Services
 from service.model.live_match import MatchStatus, SeatHolder
@@ -16,8 +15,7 @@ from service.settings import Settings
 from service.store.keys import HOUSE_PLAY, events_key
 from tests.service.conftest import live_match
 from wizard import MatchConfig
-from worker import jobs
-from worker.clock import queue_house_play
+from worker import clock
 
 
 def house_holders(players: int) -> list[SeatHolder]:
@@ -33,72 +31,36 @@ async def start_house_match(services: Services) -> str:
     return made.id
 
 
-class RecordingQueue:
-    """The clock's job queue, with ``listening`` workers, keeping the jobs it is given."""
-
-    def __init__(self, listening: int) -> None:
-        self.listening = listening
-        self.jobs: list[tuple[Any, tuple[Any, ...]]] = []
-
-    async def put(self, job: Any, *args: Any, job_id: str, timeout: int | None = None) -> None:
-        self.jobs.append((job, args))
-
-    async def workers(self) -> int:
-        return self.listening
-
-
 def worker_services(redis_url: str, role: str = "worker") -> Services:
     """The parts of a worker's clock or job (``role``) in this process; every event kept."""
     return Services.open(Settings(REDIS_URL=redis_url, match_events_kept=0), role=role)
 
 
-def test_a_worker_hands_over_the_house_only_matches_it_starts_and_the_clock_splits_them_over_the_workers(
-    redis_url, redis_client
+def test_a_worker_hands_over_the_house_only_matches_it_starts_and_each_clock_plays_its_share(
+    redis_url, redis_client, monkeypatch
 ):
     redis_client.delete(HOUSE_PLAY)  # (left by another test)
+    monkeypatch.setattr(clock, "HOUSE_MATCHES_PER_WORKER", 3)
 
-    async def main() -> tuple[list[int], list[list[str]], list[str]]:
-        services = worker_services(redis_url)
+    async def main() -> tuple[list[int], list[int], list[MatchStatus]]:
+        services, other = worker_services(redis_url), worker_services(redis_url)
         try:
             ids = [await start_house_match(services) for _ in range(5)]
             await services.matches.drain()  # the hand-over is done, and nothing was played here
             versions = [(await services.matches.get(m)).version for m in ids]
-            queue = RecordingQueue(listening=2)
-            await queue_house_play(services, queue)  # type: ignore[arg-type]
-            assert all(job is jobs.play_house_matches for job, _ in queue.jobs)
-            return versions, [args[0] for _, args in queue.jobs], ids
+            players = [clock.HousePlayer(services), clock.HousePlayer(other)]
+            shares = [await player.take_share() for player in players]  # two workers' clocks
+            for player in players:
+                await asyncio.gather(*player.playing)
+            return versions, shares, [(await services.matches.get(m)).status for m in ids]
         finally:
             await services.close()
+            await other.close()
 
-    versions, batches, ids = asyncio.run(main())
+    versions, shares, statuses = asyncio.run(main())
     assert versions == [4] * 5  # created (1) and three seats taken: no house move made where it started
-    # one job per worker listening, each a share (in the order the hand-overs landed)
-    assert [len(b) for b in batches] == [3, 2] and sorted(batches[0] + batches[1]) == sorted(ids)
-
-
-def test_a_job_plays_its_house_matches_to_the_end(redis_url, monkeypatch):
-    async def started() -> list[str]:
-        services = worker_services(redis_url)
-        try:
-            ids = [await start_house_match(services) for _ in range(2)]
-            await services.matches.drain()
-            assert await services.matches.house_play.take(100)  # type: ignore[union-attr]  (the clock's part)
-            return ids
-        finally:
-            await services.close()
-
-    ids = asyncio.run(started())
-    monkeypatch.setenv("REDIS_URL", redis_url)
-    jobs.play_house_matches(ids)
-
-    async def statuses() -> list[MatchStatus]:
-        services = worker_services(redis_url)
-        try:
-            return [(await services.matches.get(m)).status for m in ids]
-        finally:
-            await services.close()
-
-    assert asyncio.run(statuses()) == [MatchStatus.FINISHED] * 2
+    assert shares == [3, 2]  # each as many as it has room for
+    assert statuses == [MatchStatus.FINISHED] * 5
 
 
 def test_two_players_of_one_house_match_make_each_move_once(redis_url, redis_client):
@@ -107,7 +69,7 @@ def test_two_players_of_one_house_match_make_each_move_once(redis_url, redis_cli
         try:
             match_id = await start_house_match(services)
             await services.matches.drain()
-            # two jobs (or a job and the deadline sweeper) on the same match at once
+            # two clocks (or a clock and the deadline sweeper) on the same match at once
             await asyncio.gather(services.matches.play_house_turns(match_id), services.matches.play_house_turns(match_id))
             match = await services.matches.get(match_id)
             assert match.status is MatchStatus.FINISHED
