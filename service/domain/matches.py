@@ -35,6 +35,7 @@ from service.settings import Settings
 from service.store.bots import BotStore
 from service.store.clock import now_ms
 from service.store.feed import RESYNC, EventFeed, Watch
+from service.store.house_play import HousePlayQueue
 from service.store.keys import bot_channel, match_channel
 from service.store.matches import MatchEvent, MatchStore, Notice, Seated, Stored, WaitingFull, after_event
 from wizard import HOUSE_BOTS, MatchConfig, MatchView, Move, WizardError, fallback_move, new_match
@@ -220,6 +221,9 @@ class MatchService:
         self._closed = False
         #: told the bot's id as it starts waiting for a turn (the ladders lift a pause: it answers again)
         self.on_waiting: Callable[[str], Awaitable[None]] | None = None
+        #: where the workers hand a house-only match they start, for any worker's job to play
+        #: (None: this process plays it, as the API does; see _hand_off_house_match)
+        self.house_play: HousePlayQueue | None = None
 
     # ------------------------------------------------------------------ reading
     async def get(self, match_id: str) -> LiveMatch:
@@ -566,13 +570,25 @@ class MatchService:
         """Let the house bots that must act now move, in the background (promptly: the deadline
         sweeper only catches up if this process goes away)."""
         if not match.ended and self._house_to_act(match) and not self._closed:
-            task = asyncio.create_task(self.play_house_turns(match.id))
+            play = self.play_house_turns if self.house_play is None or match.bot_ids() else self._hand_off_house_match
+            task = asyncio.create_task(play(match.id))
             self._house_tasks.add(task)
             task.add_done_callback(self._house_tasks.discard)
 
     @staticmethod
     def _house_to_act(match: LiveMatch) -> list[int]:
         return [s for s in match.awaiting() if match.seats[s] is not None and match.seats[s].house]  # type: ignore[union-attr]
+
+    async def _hand_off_house_match(self, match_id: str) -> None:
+        """A house-only match started here (a worker's): handed over, so that whichever worker
+        has room makes its moves (``worker.clock.HousePlayer``), not all in this process.
+        Should the hand-over fail, its seats' deadline has the sweeper play it."""
+        assert self.house_play is not None
+        logs.match_id.set(match_id)
+        try:
+            await self.house_play.request(match_id)
+        except Exception:  # a background task: log, the deadline sweeper will catch up
+            log.exception("handing over the house bots of match %s", match_id)
 
     async def play_house_turns(self, match_id: str) -> None:
         """Make every house bot's move that is due, until a registered bot must act."""

@@ -34,6 +34,7 @@ from service.store.archive import Archive
 from service.store.bots import BotStore
 from service.store.challenges import ChallengeStore
 from service.store.feed import EventFeed
+from service.store.house_play import HousePlayQueue
 from service.store.ladders import LadderStore
 from service.store.matches import MatchStore
 from service.store.ratings import RatingStore
@@ -42,6 +43,9 @@ from service.store.script_line import ScriptLine
 from service.store.tournaments import TournamentStore
 from service.store.webhooks import WebhookStore
 
+#: the processes that hand the house-only matches they start to any worker (the workers' clocks
+#: and jobs, which start tournaments' tables); the API plays those it starts itself
+HOUSE_PLAY_ROLES = ("worker", "job")
 #: longest a request waits for a free pooled Redis connection, and a Redis command may take to
 #: answer (no command of the service blocks)
 POOL_WAIT_SECONDS = 10.0
@@ -92,6 +96,8 @@ class Services:
         )
         ladders = LadderService(LadderStore(redis), matches, ratings, settings)
         matches.on_waiting = ladders.resume  # a paused ladder bot waiting for a turn answers again
+        if role in HOUSE_PLAY_ROLES:  # the house-only matches a worker starts: any worker's job plays them
+            matches.house_play = HousePlayQueue(redis)
         settlement = Settlement(matches.matches, tournaments, ratings, ladders, archive)
         probes: dict[str, Callable[[], Awaitable[object]]] = {"Redis": functools.partial(serving, redis)}
         if archive is not None:

@@ -78,6 +78,8 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
   has archived it
 - ``archive:outage``  when the workers' jobs first found the archive's database away (ms),
   while it is: the one job that sets it says so in the log, the one that finds it back says that
+- ``matches:house-play`` list: house-only matches (a tournament's tables of house bots) started by a
+  worker, for any worker's clock to hand to an RQ job that plays them (``service.store.house_play``)
 - ``clock:heartbeats`` hash: worker host name -> when its clock last went round (ms), for
   ``/readyz``, ``wizard-arena worker --check`` and the metrics (``service.health``)
 - ``webhooks:calls`` stream: the webhook calls due (a bot's turn, a match's start or end), each
@@ -156,6 +158,8 @@ LIVE_MATCHES = "matches:live"
 LISTED_TOURNAMENTS = "tournaments:listed"
 #: When the workers' jobs first found the archive away (ms); gone once one finds it back.
 ARCHIVE_OUTAGE = "archive:outage"
+#: House-only matches waiting for a worker's job to make their moves (service.store.house_play).
+HOUSE_PLAY = "matches:house-play"
 #: Each worker host's clock's last round (ms), by host name.
 CLOCK_HEARTBEATS = "clock:heartbeats"
 #: the webhook calls due, for the workers' dispatchers (service.domain.webhooks)
