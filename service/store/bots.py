@@ -157,7 +157,8 @@ async def _batches(items: AsyncIterator[T], size: int) -> AsyncIterator[list[T]]
 # 1. the name is reserved first: its look-alike key (``botlook:<key>``), then its case-folded
 #    name (``botname:<casefold>``), each set to ``~<bot id>|<ms>`` unless held (RESERVE_NAME). Of
 #    two racing look-alikes exactly one holds the key they share. A reservation whose
-#    registration never finished (the process died) is taken over once STALE_RESERVATION_MS old;
+#    registration never finished (the process died) is looked at once STALE_RESERVATION_MS old:
+#    finished for its bot if that was made (step 3), else taken over;
 # 2. the token's record, which nobody can use before the token is answered;
 # 3. the bot's own keys in one transaction (its hash, its tokens): the bot exists from here;
 # 4. the reservations become the bot's (FINISH_NAME: ``<bot id>``), each only if still its own.
@@ -167,7 +168,8 @@ async def _batches(items: AsyncIterator[T], size: int) -> AsyncIterator[list[T]]
 # A reservation (``~…``) names no bot: the readers of these keys skip it.
 
 # Reserve a name key (KEYS[1]) for ARGV[1] (``~<bot id>|<ms>``): 1, or 0 when it is held (by a
-# bot, or a reservation younger than ARGV[2] ms).
+# bot, or a reservation younger than ARGV[2] ms); a reservation older than that is answered
+# as it stands (its registration died or stalled: the caller sees how far it got).
 RESERVE_NAME = """
 local held = redis.call('GET', KEYS[1])
 if held then
@@ -175,15 +177,19 @@ if held then
   local now = redis.call('TIME')
   local at = tonumber(string.match(held, '|(%d+)$')) or 0
   if tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) - at < tonumber(ARGV[2]) then return 0 end
+  return held
 end
 redis.call('SET', KEYS[1], ARGV[1])
 return 1
 """
 
-# Turn a reservation (KEYS[1] holds ARGV[1]) into the bot's (ARGV[2]), or with ARGV[2] '' let
-# it go: 1, or 0 when the key no longer holds that reservation.
+# Turn a reservation (KEYS[1] holds ARGV[1]) into ARGV[2] (the bot's id, or another
+# reservation), or with ARGV[2] '' let it go: 1, or 0 when the key no longer holds that
+# reservation (1 too when it holds ARGV[2] already: someone else finished it).
 FINISH_NAME = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local held = redis.call('GET', KEYS[1])
+if ARGV[2] ~= '' and held == ARGV[2] then return 1 end
+if held ~= ARGV[1] then return 0 end
 if ARGV[2] == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], ARGV[2]) end
 return 1
 """
@@ -310,7 +316,7 @@ class BotStore:
         name_keys = [lookalike_key_name(lookalike), f"botname:{name.casefold()}"]
         reserved: list[str] = []
         for key in name_keys:
-            if not await self._reserve_name(keys=[key], args=[reservation, STALE_RESERVATION_MS]):
+            if not await self._reserve(key, reservation):
                 await self._let_go(reserved, reservation)
                 return Registration.TAKEN
             reserved.append(key)
@@ -331,6 +337,19 @@ class BotStore:
                 await self._let_go(name_keys[done + 1:], reservation)
                 return Registration.TAKEN
         return Registration.REGISTERED
+
+    async def _reserve(self, key: str, reservation: str) -> bool:
+        """Reserve a name key; a stale reservation is finished for its bot when its registration
+        got as far as making the bot (the name is the bot's: taken), else taken over."""
+        answer = await self._reserve_name(keys=[key], args=[reservation, STALE_RESERVATION_MS])
+        if not isinstance(answer, bytes):
+            return bool(answer)
+        stale = answer.decode()
+        holder = stale[1:].partition("|")[0]
+        if await self.redis.hexists(bot_key(holder), "name"):  # made, not finished: roll forward
+            await self._finish_name(keys=[key], args=[stale, holder])
+            return False
+        return bool(await self._finish_name(keys=[key], args=[stale, reservation]))
 
     async def _let_go(self, name_keys: list[str], holder: str) -> None:
         """Free the name keys that ``holder`` (a reservation, or a bot id) still holds."""

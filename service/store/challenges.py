@@ -28,6 +28,7 @@ from service.store.keys import (
     challenge_key,
     challenge_notice,
 )
+from service.store.matches import refuse_when_waiting_full
 
 #: how many of its latest challenges each bot's list keeps
 LISTED_PER_BOT = 100
@@ -40,11 +41,7 @@ KEPT_AFTER_EXPIRY_MS = 7 * 86_400_000
 # MatchStore does before it counts them: by then the match is aborted, the challenge expired.
 # KEYS: challenge, the challenger's waiting, the challenger's list (all in its slot).
 # ARGV: id, data, seed, limit, expires (ms), created (ms), kept (ms), listed per bot.
-CREATE_CHALLENGE = """
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[6])
-if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then
-  return {-1, redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')[2]}
-end
+CREATE_CHALLENGE = refuse_when_waiting_full("KEYS[2]", "ARGV[6]", "ARGV[4]") + """
 redis.call('HSET', KEYS[1], 'version', 1, 'data', ARGV[2], 'seed', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[7])
 redis.call('ZADD', KEYS[2], ARGV[5], ARGV[1])

@@ -61,8 +61,8 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
   matches whose change is applied; ``changes`` hash: match -> its changes (JSON, for the
   archive); ``results`` list: each rated match's result, for the fit; ``fitted`` hash: bot ->
   its fitted games and deviation (JSON; kept before deviations were: the games)
-- ``{fits}:requests`` set: rulesets to refit; ``{fits}:queued:<ruleset>`` held while a refit
-  waits in the queue (one slot: one script claims requests)
+- ``{fits}:requests`` set: rulesets to refit, until a refit of each starts; ``{fits}:queued``
+  hash: ruleset -> until when (ms) a refit queued holds it (one slot: one script claims requests)
 - ``ratings:layout`` on one server, once the ratings kept before this layout (``{b:<id>}:ratings``,
   ``{b:<id>}:history:<ruleset>``, ``leaderboard:*``, ``ratings:*``) are moved into it: the first
   use of the ratings in every process migrates them once (``RatingStore``), in one script, so
@@ -259,11 +259,6 @@ def elo_ratings_key(ruleset: str) -> str:
     return f"{_ratings_tag(ruleset)}:elo"
 
 
-def fit_claim_key(ruleset: str) -> str:
-    """Held while a refit of ``ruleset`` waits in the queue (the job releases it as it starts)."""
-    return f"{{fits}}:queued:{ruleset}"
-
-
 def leaderboard_key(ruleset: str, method: str) -> str:
     return f"{_ratings_tag(ruleset)}:leaderboard:{method}"
 
@@ -381,8 +376,10 @@ def archive_claim_key(tournament_id: str) -> str:
     return f"archive-claim:{tournament_id}"
 
 
-#: rulesets whose fitted ratings someone asked to refit (in the claims' slot: fit_claim_key)
+#: rulesets whose fitted ratings someone asked to refit, until their refit starts
 FIT_REQUESTS = "{fits}:requests"
+#: ruleset -> until when (ms) a refit of it queued holds its claim (the requests' slot)
+FIT_CLAIMS = "{fits}:queued"
 
 
 #: the ladders (``<ruleset>:<players>``) any bot ever joined: the workers pass over each

@@ -174,11 +174,19 @@ return 1
 # time (ms) are dropped first: by then the match is aborted (or the challenge expired), and a
 # step that was to drop it may have died. KEYS: the bot's waiting matches.
 # ARGV: now (ms), the limit, the match, when it is aborted unless its seats are taken (ms).
-RESERVE_WAITING = """
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
-  return {-1, redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2]}
+def refuse_when_waiting_full(waiting: str, now: str, limit: str) -> str:
+    """The Lua that refuses one more waiting entry (its script returns {-1, when the earliest
+    ends}) when the sorted set ``waiting`` holds ``limit`` entries not past ``now`` (ms); the
+    entries past it are dropped first. One rule for matches (RESERVE_WAITING) and challenges."""
+    return f"""
+redis.call('ZREMRANGEBYSCORE', {waiting}, '-inf', {now})
+if redis.call('ZCARD', {waiting}) >= tonumber({limit}) then
+  return {{-1, redis.call('ZRANGE', {waiting}, 0, 0, 'WITHSCORES')[2]}}
 end
+"""
+
+
+RESERVE_WAITING = refuse_when_waiting_full("KEYS[1]", "ARGV[1]", "ARGV[2]") + """
 redis.call('ZADD', KEYS[1], ARGV[4], ARGV[3])
 return {1, 0}
 """
@@ -371,9 +379,17 @@ class MatchStore:
         webhooks are read again (a reader that found it noted before it existed may have
         dropped it; a bot that set its webhook meanwhile found no match to mark)."""
         bots = sorted(match.bot_ids())
-        waiting = match.status is MatchStatus.WAITING
-        if waiting and waiting_limit:
-            await self._reserve_waiting(match, waiting_limit)
+        reserved = match.status is MatchStatus.WAITING and bool(waiting_limit)
+        if reserved:
+            await self._reserve_waiting(match, waiting_limit or 0)
+        created = await self._create_reserved(match, events, sealed, bots)
+        if reserved and not created:  # (one that failed or died on the way holds it until its abort time)
+            await self.redis.zrem(bot_waiting_key(match.settings.created_by), match.id)
+        return created
+
+    async def _create_reserved(self, match: LiveMatch, events: Sequence[dict[str, Any]], sealed: bool,
+                               bots: list[str]) -> bool:
+        """:meth:`create` once its creator's waiting place is reserved."""
         hooked = await self.note_open(match.id, bots)
         calls = _webhook_calls(match, None)
         keys = [match_key(match.id), events_key(match.id), *self._home_keys(match.id, "deadlines", "live", "webhook-calls")]

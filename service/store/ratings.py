@@ -17,10 +17,10 @@ from redis.asyncio import Redis
 
 from service.store.clock import now_ms
 from service.store.keys import (
+    FIT_CLAIMS,
     FIT_REQUESTS,
     RATINGS_LAYOUT,
     elo_ratings_key,
-    fit_claim_key,
     fitted_ratings_key,
     history_key,
     leaderboard_key,
@@ -108,20 +108,34 @@ return 1
 """
 
 
-# The refits asked for: each ruleset asked for leaves the requests, and is answered unless a
-# refit of it waits in the queue already (which will read the history as it is when it runs);
-# an answered one is claimed for 600 s, until its job starts and lets go.
-# KEYS: the requests. ARGV: the claim keys' prefix (fit_claim_key's: the requests' slot).
+# The refits asked for: each ruleset asked for is answered unless a refit of it waits in the
+# queue already (claimed until a time in KEYS[2]; it will read the history as it is when it
+# runs); an answered one is claimed for ARGV[2] ms. A request stays until its job starts
+# (START_FIT), so a job lost with the queue's Redis is asked again once its claim lapses.
+# KEYS: the requests, the claims (one slot). ARGV: the time (ms), the claim's life (ms).
 CLAIM_FIT_REQUESTS = """
 local claimed = {}
+local now = tonumber(ARGV[1])
 for _, ruleset in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-  redis.call('SREM', KEYS[1], ruleset)
-  if redis.call('SET', ARGV[1] .. ruleset, '1', 'NX', 'EX', 600) then
+  local until_ms = tonumber(redis.call('HGET', KEYS[2], ruleset))
+  if not until_ms or until_ms <= now then
+    redis.call('HSET', KEYS[2], ruleset, now + tonumber(ARGV[2]))
     table.insert(claimed, ruleset)
   end
 end
 return claimed
 """
+
+# A refit of ARGV[1] starts: its request and its claim go (asking again from now on queues a
+# new one). KEYS: the requests, the claims.
+START_FIT = """
+redis.call('SREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+return 1
+"""
+
+#: how long a queued refit holds its ruleset's claim before another is queued (its job lost)
+FIT_CLAIM_MS = 600_000
 
 
 # A refit's board and fitted hash, written aside, made the ones read at once; nothing when
@@ -198,6 +212,7 @@ class RatingStore:
         self.redis = redis
         self._apply = redis.register_script(APPLY_RATINGS)
         self._claim_fit_requests = redis.register_script(CLAIM_FIT_REQUESTS)
+        self._start_fit = redis.register_script(START_FIT)
         self._migrate = redis.register_script(MIGRATE_UNSHARDED)
         self._publish_fit = redis.register_script(PUBLISH_FIT)
         #: whether this process has seen the ratings in their layout (on a cluster: always)
@@ -218,11 +233,12 @@ class RatingStore:
     async def claim_fit_requests(self) -> list[str]:
         """The rulesets whose refit is to be queued now (see CLAIM_FIT_REQUESTS)."""
         await self._layout()
-        return [r.decode() for r in await self._claim_fit_requests(keys=[FIT_REQUESTS], args=[fit_claim_key("")])]
+        claimed = await self._claim_fit_requests(keys=[FIT_REQUESTS, FIT_CLAIMS], args=[now_ms(), FIT_CLAIM_MS])
+        return [r.decode() for r in claimed]
 
     async def release_fit_claim(self, ruleset: str) -> None:
         """A refit starts: asking again from now on queues a new one."""
-        await self.redis.delete(fit_claim_key(ruleset))
+        await self._start_fit(keys=[FIT_REQUESTS, FIT_CLAIMS], args=[ruleset])
 
     async def elo(self, bot_ids: Sequence[str], ruleset: str) -> list[StoredRating | None]:
         """Each bot's Elo rating under ``ruleset``, None for a bot without one."""

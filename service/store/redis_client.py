@@ -50,11 +50,16 @@ def node_urls(url: str) -> list[str]:
 
 @functools.cache
 def is_cluster(url: str) -> bool:
-    """Whether ``url`` names a node of a Redis Cluster (asked once per process and URL), asking
-    each node it names until one answers. A server that cannot be reached is taken for one
-    server, and said so: the plain client then reports the outage as it would anyway."""
+    """Whether ``url`` names a node of a Redis Cluster (asked once per process and URL). A URL
+    naming several nodes is a cluster's, without asking: a process started while some of them
+    are down still makes the cluster client. One node named is asked; if it cannot be reached
+    it is taken for one server, and said so (the plain client then reports the outage as it
+    would anyway; name several nodes of a cluster so that this never happens to one)."""
+    nodes = node_urls(url)
+    if len(nodes) > 1:  # several nodes named: a cluster's (one server has one address)
+        return True
     failure: sync_redis.RedisError | None = None
-    for node in node_urls(url):
+    for node in nodes:
         client = sync_redis.Redis.from_url(node, socket_timeout=5, socket_connect_timeout=5)
         try:
             return bool(client.info("cluster").get("cluster_enabled"))

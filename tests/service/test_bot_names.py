@@ -176,3 +176,21 @@ def test_a_name_a_dead_registration_reserved_is_free_once_its_reservation_is_sta
     registered = register(api, name)
     assert redis_client.get(look) == redis_client.get(folded) == registered["bot"]["id"].encode()
     assert api.data(ME, token=registered["token"])["me"] == registered["bot"]
+
+
+def test_a_stale_reservation_whose_bot_was_made_is_finished_for_that_bot_not_taken_over(api, redis_client):
+    """A registration that died after making its bot (its hash and tokens written) and before
+    making the name's keys the bot's: a later registration of the name finishes them for that
+    bot and is refused, so no two bots ever share a name."""
+    first = register(api, f"rolled-{tag()}")
+    name, bot_id = first["bot"]["name"], first["bot"]["id"]
+    look, folded = f"botlook:{lookalike_key(name)}", f"botname:{name.casefold()}"
+    stale = f"~{bot_id}|{int(time.time() * 1000) - 61_000}"
+    redis_client.set(look, stale)  # (as if its registration had died before finishing them)
+    redis_client.set(folded, stale)
+    assert "too similar" in refusal(api, name)
+    assert redis_client.get(look) == bot_id.encode()  # finished for the bot that was made
+    redis_client.delete(look)  # (so that the next registration reaches the case-folded key)
+    assert "too similar" in refusal(api, name.upper())
+    assert redis_client.get(folded) == bot_id.encode() and not redis_client.exists(look)
+    redis_client.set(look, bot_id)

@@ -31,8 +31,8 @@ from service.model.live_match import LiveMatch, SeatHolder
 from service.store.clock import now_ms
 from service.store.embedded_redis import EmbeddedRedis
 from service.store.keys import (
+    FIT_CLAIMS,
     elo_ratings_key,
-    fit_claim_key,
     fitted_ratings_key,
     history_key,
     leaderboard_key,
@@ -158,7 +158,7 @@ def test_a_refit_waiting_in_the_queue_absorbs_further_asks(services, redis_clien
 
     asyncio.run(work())
     assert queued == [[ruleset], [], [ruleset]]
-    redis_client.delete(fit_claim_key(ruleset))
+    redis_client.hdel(FIT_CLAIMS, ruleset)
     redis_client.delete(leaderboard_key(ruleset, "FITTED"))
 
 
