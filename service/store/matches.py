@@ -145,6 +145,23 @@ return {1, 0}
 """
 
 
+# Mark (ARGV[2] '1') or unmark ('0') bot ARGV[1] in the match's ``hooked`` field ('|<bot>|<bot>|':
+# the seated bots that have a webhook, whose calls the commit script queues), if the match is
+# there. KEYS: the match. Returns 1 when the match is there, else 0.
+SET_HOOKED = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local hooked = redis.call('HGET', KEYS[1], 'hooked') or '|'
+local mark = '|' .. ARGV[1] .. '|'
+local at = string.find(hooked, mark, 1, true)
+if ARGV[2] == '1' and not at then
+  redis.call('HSET', KEYS[1], 'hooked', hooked .. ARGV[1] .. '|')
+elseif ARGV[2] == '0' and at then
+  redis.call('HSET', KEYS[1], 'hooked', string.sub(hooked, 1, at) .. string.sub(hooked, at + #mark))
+end
+return 1
+"""
+
+
 def _due(match: LiveMatch) -> str:
     return "" if match.due_ms is None else str(match.due_ms)
 
@@ -278,6 +295,7 @@ class MatchStore:
         self._create = redis.register_script(CREATE_MATCH)
         self._announce = redis.register_script(ANNOUNCE)
         self._claim_unsettled = redis.register_script(CLAIM_QUEUED)
+        self._set_hooked = redis.register_script(SET_HOOKED)
 
     async def create(
         self, match: LiveMatch, events: Sequence[dict[str, Any]] = (), sealed: bool = False,
@@ -310,6 +328,11 @@ class MatchStore:
         keys, calls = _webhook_calls(match, None)
         if calls:
             await self._announce(keys=keys, args=calls)
+
+    async def set_hooked(self, match_id: str, bot_id: str, on: bool) -> bool:
+        """Whether the match's commits queue webhook calls for ``bot_id`` (one of its seats'
+        bots): it set (``on``) or removed its webhook. False: no such match in Redis."""
+        return bool(await self._set_hooked(keys=[match_key(match_id)], args=[bot_id, "1" if on else "0"]))
 
     async def unseal(self, match_ids: Iterable[str]) -> None:
         """The matches of a duplicate set that has finished show their play: in Redis, and in
