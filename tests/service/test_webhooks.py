@@ -19,11 +19,17 @@ from typing import Any
 
 import httpx
 import pytest
+import redis
 
 from sdk.bot import HouseBotPlayer
 from sdk.webhook import SIGNATURE_HEADER, SignatureError, serve_in_thread, sign, verify
+from service.domain.matches import Caller
+from service.domain.services import Services
 from service.domain.webhooks import checked_url
 from service.errors import BadInput
+from service.model.homes import new_match_id
+from service.settings import Settings
+from service.store.keys import bot_matches_key, match_key
 from tests.project.readme_blocks import readme_blocks
 from tests.service.arena_client import Api, free_port, wait_until
 from worker.webhooks import CallFailed, WebhookClient
@@ -57,13 +63,20 @@ def name() -> str:
 
 
 class SdkBot:
-    """A random bot served by the SDK's serve-bot endpoint, registered with its webhook."""
+    """A random bot served by the SDK's serve-bot endpoint, registered with its webhook (unless
+    ``hooked`` is False: then :meth:`hook` sets it)."""
 
-    def __init__(self, api: Api) -> None:
+    def __init__(self, api: Api, hooked: bool = True) -> None:
         self.calls: list[dict[str, Any]] = []
+        self.api = api
         self.token, self.id = api.register()
         self.server = serve_in_thread(HouseBotPlayer("random", 1), "unset", on_call=self.calls.append)
-        grant = api.data(SET, {"u": f"http://127.0.0.1:{self.server.server_address[1]}/hook"}, self.token)["setWebhook"]
+        if hooked:
+            self.hook()
+
+    def hook(self) -> None:
+        grant = self.api.data(SET, {"u": f"http://127.0.0.1:{self.server.server_address[1]}/hook"},
+                              self.token)["setWebhook"]
         self._retarget(grant["secret"])
 
     def _retarget(self, secret: str) -> None:
@@ -308,6 +321,101 @@ def test_a_match_of_webhook_bots_is_played_to_the_end_without_a_timeout(hooks_ap
     finally:
         for bot in bots:
             bot.close()
+
+
+def test_a_bot_that_sets_its_webhook_in_a_match_is_called_for_its_turns_from_then_on(hooks_api: Api,
+                                                                                  worker: Any) -> None:
+    """The seat's bot had no webhook when it joined: setting one marks the match (``hooked``),
+    so its next turns are called; only a turn queued before that can time out."""
+    bots = [SdkBot(hooks_api), SdkBot(hooks_api), SdkBot(hooks_api, hooked=False)]
+    late = bots[2]
+    try:
+        match_id = play_match(hooks_api, bots, timeout_ms=2000)
+        late.hook()
+        final = wait_until(lambda: (m := seats(hooks_api, match_id))["status"] == "FINISHED" and m,
+                           "the match to finish", timeout=120)
+        assert [s["timeouts"] for s in final["seats"]][:2] == [0, 0]
+        assert final["seats"][2]["timeouts"] <= 1  # (its turn due before its webhook, if it was)
+        kinds = wait_until(lambda: (k := late.kinds(match_id))[-1:] == ["end"] and k, "the late bot's end call")
+        assert kinds[0] == "start" and kinds.count("start") == 1 and kinds.count("turn") >= 5
+    finally:
+        for bot in bots:
+            bot.close()
+
+
+# ---------------------------------------------------------------------- the matches' marks
+
+
+def a_stand_in_match(client: redis.Redis, hooked: str | None = None) -> str:
+    """A match's hash as far as its marks need it (a homed id: its own slot)."""
+    match_id = new_match_id()
+    client.hset(match_key(match_id), mapping={"version": 1, **({"hooked": hooked} if hooked else {})})
+    return match_id
+
+
+def hooked_of(client: redis.Redis, match_id: str) -> bytes | None:
+    return client.hget(match_key(match_id), "hooked")  # type: ignore[return-value]
+
+
+def test_a_matchs_mark_of_a_bot_is_added_and_removed_once_and_only_where_the_match_is(redis_url: str,
+                                                                                     redis_client: redis.Redis) -> None:
+    fresh, shared = a_stand_in_match(redis_client), a_stand_in_match(redis_client, "|other|")
+    gone = new_match_id()
+
+    async def run() -> list[bool]:
+        services = Services.open(Settings(REDIS_URL=redis_url))
+        store = services.matches.matches
+        try:
+            return [await store.set_hooked(fresh, "b1", True), await store.set_hooked(fresh, "b1", True),
+                    await store.set_hooked(shared, "b1", True), await store.set_hooked(shared, "b2", True),
+                    await store.set_hooked(shared, "b1", False), await store.set_hooked(shared, "b1", False),
+                    await store.set_hooked(gone, "b1", True)]
+        finally:
+            await services.close()
+
+    assert asyncio.run(run()) == [True] * 6 + [False]
+    assert hooked_of(redis_client, fresh) == b"|b1|"
+    assert hooked_of(redis_client, shared) == b"|other|b2|"
+    assert not redis_client.exists(match_key(gone))  # (nothing made for a match not there)
+
+
+def test_setting_and_removing_a_webhook_marks_and_unmarks_the_bots_live_matches(redis_url: str,
+                                                                                redis_client: redis.Redis) -> None:
+    """Its matches follow its webhook, the other bots' marks kept; a remove that lands while a
+    set marks the matches (their bot-hash writes crossing) leaves them unmarked, as the bot is."""
+    bot_id = f"marks-{os.urandom(4).hex()}"
+    live = [a_stand_in_match(redis_client, "|other|"), a_stand_in_match(redis_client)]
+    redis_client.sadd(bot_matches_key(bot_id), *live, new_match_id())  # (and one that left Redis)
+    caller = Caller(bot_id, "marks")
+
+    async def run() -> list[list[bytes | None]]:
+        services = Services.open(Settings(REDIS_URL=redis_url))
+        webhooks = services.webhooks
+        seen = []
+        try:
+            await webhooks.set(caller, "http://127.0.0.1:9/hook")
+            seen.append([hooked_of(redis_client, m) for m in live])
+            await webhooks.remove(caller)
+            seen.append([hooked_of(redis_client, m) for m in live])
+            listed = webhooks.bots.open_matches
+            crossed = False
+
+            async def removed_meanwhile(bot: str) -> list[str]:
+                nonlocal crossed
+                if not crossed:  # another request's remove, its marks not made yet
+                    crossed = True
+                    await webhooks.store.remove(bot)
+                return await listed(bot)
+
+            webhooks.bots.open_matches = removed_meanwhile  # type: ignore[method-assign]
+            await webhooks.set(caller, "http://127.0.0.1:9/hook")
+            seen.append([hooked_of(redis_client, m) for m in live])
+            return seen
+        finally:
+            await services.close()
+
+    assert asyncio.run(run()) == [[b"|other|" + bot_id.encode() + b"|", b"|" + bot_id.encode() + b"|"],
+                                  [b"|other|", b"|"], [b"|other|", b"|"]]
 
 
 BAD_ANSWERS = {
