@@ -3,7 +3,9 @@ knows them (the scripts name channels after their keys, as below).
 
 Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
 - ``{m:<id>}:match``   hash: version, settings (JSON), state (engine bytes), live (JSON),
-  eid (id of the match's latest event), record (JSON, once finished)
+  eid (id of the match's latest event), record (JSON, once finished), hooked (``|<bot>|<bot>|``:
+  its seats' bots that have a webhook, whose calls its commits queue; kept by
+  ``service.domain.webhooks`` as a bot sets or removes its webhook)
 - ``{m:<id>}:events``  stream: one entry per change, ``v`` (version) and ``e`` (event JSON);
   the match's event log and replay source
 - ``{m:<id>}:wake``    pub/sub channel: each event as it is committed, ``<version>|<event id>|<event
@@ -61,12 +63,15 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
   while it is: the one job that sets it says so in the log, the one that finds it back says that
 - ``clock:heartbeats`` hash: worker host name -> when its clock last went round (ms), for
   ``/readyz``, ``wizard-arena worker --check`` and the metrics (``service.health``)
-- ``webhooks:calls`` stream: the webhook calls due (a bot's turn, a match's start or end), each
-  ``c`` = ``<match>|<version>|<seat>|<turn|start|end>|<bot>``, queued by the commit script for the
-  workers' dispatcher (``worker.webhooks``), read by its consumer group ``dispatchers``;
+- ``{<home tag>}:webhook-calls`` stream, one per home (``webhooks:calls`` for matches made before
+  homes): the webhook calls due (a bot's turn, a match's start or end), each
+  ``c`` = ``<match>|<version>|<seat>|<turn|start|end>|<bot>``, queued by the commit script on the
+  match's home's stream (its slot) for the workers' dispatchers (``worker.webhooks``), read by
+  the consumer group ``dispatchers`` of each stream (``service.store.webhooks.CALL_STREAMS``);
   ``webhook-sent:<match>:<version>:<seat>:<kind>`` held once a turn or end call is sent (never
   twice); ``webhook-started:<match>:<seat>`` the seat's start call: ``sending``, then ``done``
-  (a turn call makes the start itself when nobody has, and waits while another dispatcher does)
+  (a turn call makes the start itself when nobody has, and waits while another dispatcher does);
+  both in slots of their own, touched by single-key commands only
 - ``{b:<id>}:bot``     also webhook (URL), webhook_secret, webhook_failures (in a row),
   webhook_error, webhook_error_at, webhook_paused_until (ms)
 - ``tournaments:listed`` sorted set: tournaments by when they were created (ms), for the
@@ -121,9 +126,10 @@ LISTED_TOURNAMENTS = "tournaments:listed"
 ARCHIVE_OUTAGE = "archive:outage"
 #: Each worker host's clock's last round (ms), by host name.
 CLOCK_HEARTBEATS = "clock:heartbeats"
-#: the webhook calls due, for the workers' dispatchers (service.domain.webhooks)
+#: the webhook calls due of matches made before homes, for the workers' dispatchers
+#: (service.store.webhooks; a home's are ``home_key(home, "webhook-calls")``)
 WEBHOOK_CALLS = "webhooks:calls"
-#: the consumer group of the dispatchers on WEBHOOK_CALLS
+#: the consumer group of the dispatchers on each stream of webhook calls
 WEBHOOK_DISPATCHERS = "dispatchers"
 #: a home's keys (home_key) by name, and the unsharded key each stands in for
 _UNSHARDED = {"deadlines": DEADLINES, "unsettled": UNSETTLED, "live": LIVE_MATCHES, "webhook-calls": WEBHOOK_CALLS}
