@@ -7,14 +7,17 @@ not seen) on the match's home's stream (``service.store.webhooks.CALL_STREAMS``:
 in the match's slot, and the old ``webhooks:calls``), atomically with the change, for the bots
 the match marks as hooked. The dispatchers read every stream, each as one consumer group,
 blocked in XREADGROUP: a call reaches a dispatcher as soon as it is committed, and only one
-dispatcher. One XREADGROUP reads streams of one slot only, so on a cluster each of the 65
-streams has a reader of its own (65 blocked reads, each on a connection of its own; idle, they
-cost Redis about 240 reads/s, 0.6 ms of CPU a second, per dispatcher); on one server one read
-covers all of them. Chosen by measurement (a call a home at random, 400/s, 2 cores under load,
-from XADD to the reader; ``/tmp`` probe in the c17-webhooks report): blocked readers p50
-0.27-0.34 ms, p99 3.6-5.5 ms on one server and on a 3-master cluster; a pipelined non-blocking
-read of all the streams every 2 ms, p50 5.5-10.5 ms, p99 23-33 ms (every 10 ms: p99 28-103 ms),
-its 65 commands a round costing the loop more than the wait saves.
+dispatcher. Each stream has a reader of its own, blocked on a connection of its own (65 per
+dispatcher; idle, they cost Redis about 210-240 reads a second, 0.6 ms of its CPU a second):
+one XREADGROUP may read several streams only when they share a slot, so on a cluster no fewer
+will do, and on one server a single read of all 65 streams (as commit 118a8b5 read them) was
+slower to hand on a call (``wizard-arena bench webhooks --reads``, 400 calls/s on homes drawn at random,
+2 cores under load: p90 2.6-2.9 ms, p99 7.0-7.6 ms against 1.0-1.5 and 3.1-5.2 ms, p50 0.3 ms
+for both; a reader per stream on a 3-master cluster: p50 0.35 ms, p99 3.6-9 ms). Reading by a
+pipelined non-blocking XREADGROUP of every stream every 2 ms instead (``--poll-ms 2``) handed
+calls on after p50 5.5-8 ms on one server and 10-80 ms on the cluster: its 65 commands a round
+cost the loop more than the waiting they save.
+
 Before it sends, the dispatcher claims the call's ``webhook-sent`` key (SET NX), in the same
 round trip as it reads the match and the webhook; a call that a dispatcher took but did not
 finish (it died) is taken over by another after ``TAKE_OVER_AFTER_MS`` (XAUTOCLAIM) and sent
@@ -61,7 +64,7 @@ from service.store.clock import now_ms
 from service.store.keys import bot_key, match_key
 from service.store.matches import MatchStore
 from service.store.redis_client import open_async
-from service.store.webhooks import FIELDS, WebhookCall, decode
+from service.store.webhooks import CALL_STREAMS, FIELDS, WebhookCall, decode
 from wizard import Move
 from worker.http_client import AnswerError, ConnectFailed, HttpPool
 
@@ -223,10 +226,9 @@ class Dispatcher:
         self.last_failures: list[str] = []
 
     async def run(self, stop: asyncio.Event) -> None:
-        groups = self.store.read_groups()
-        # the blocking reads hold connections of their own, one per group, not the pool's
-        reading = open_async(self.services.settings.redis_url or "", max_connections=len(groups), timeout=READ_TIMEOUT,
-                             client_name=f"wizard-arena-dispatcher-{os.getpid()}")
+        # the blocking reads hold connections of their own, one per stream, not the pool's
+        reading = open_async(self.services.settings.redis_url or "", max_connections=len(CALL_STREAMS),
+                             timeout=READ_TIMEOUT, client_name=f"wizard-arena-dispatcher-{os.getpid()}")
         readers: list[asyncio.Task[None]] = []
         take_over_every = min(TAKE_OVER_EVERY, self.take_over_after_ms / 3000)
         next_take_over = time.monotonic() + take_over_every
@@ -240,7 +242,7 @@ class Dispatcher:
                         # (8.1) fails some of the first commands it is given together while it
                         # learns the cluster's nodes ('NoneType' object has no attribute 'writelines')
                         await reading.ping()
-                        readers = [asyncio.create_task(self._read(streams, reading, stop)) for streams in groups]
+                        readers = [asyncio.create_task(self._read(stream, reading, stop)) for stream in CALL_STREAMS]
                     if time.monotonic() >= next_take_over:
                         next_take_over = time.monotonic() + take_over_every
                         for call in await self.store.take_over(self.consumer, self.take_over_after_ms):
@@ -266,17 +268,17 @@ class Dispatcher:
             await self.client.close()
             await reading.aclose()
 
-    async def _read(self, streams: tuple[str, ...], reading: Redis, stop: asyncio.Event) -> None:
-        """Read the calls of ``streams`` (one group of ``WebhookStore.read_groups``) as they
-        come, blocked on ``reading``'s connection, until ``stop``."""
+    async def _read(self, stream: str, reading: Redis, stop: asyncio.Event) -> None:
+        """Read the calls of ``stream`` as they come, blocked on a connection of ``reading``,
+        until ``stop``."""
         joined = False
         outage = Outage("Redis", None)
         while not stop.is_set():
             try:
                 if not joined:
-                    await self.store.join_dispatchers(streams)
+                    await self.store.join_dispatchers([stream])
                     joined = True
-                for call in await self.store.next_calls(self.consumer, streams, BATCH, BLOCK_MS, reading):
+                for call in await self.store.next_calls(self.consumer, stream, BATCH, BLOCK_MS, reading):
                     self._start(call)
                 outage.recovered()
             except Exception as error:  # noqa: BLE001 - keep going: the calls wait in the stream (reported below)

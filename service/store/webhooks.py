@@ -3,11 +3,7 @@ health (failures in a row, the last error, a pause), and the streams of calls du
 commit script fills, one per home (a match's calls go on its home's stream, in the match's own
 slot: ``home_key(home, "webhook-calls")``; the old ``webhooks:calls`` for matches made before
 homes), read by the workers' dispatchers as one consumer group ``dispatchers`` per stream:
-each call goes to one dispatcher.
-
-One XREADGROUP may read several streams only when they share a slot: on one Redis server all
-the streams are read by one command (:meth:`WebhookStore.read_groups` gives one group), on a
-cluster each stream by a command of its own (one group per stream)."""
+each call goes to one dispatcher."""
 
 from __future__ import annotations
 
@@ -19,7 +15,6 @@ from redis.asyncio import Redis
 
 from service.model.homes import ALL_HOMES
 from service.store.keys import WEBHOOK_DISPATCHERS, bot_key, home_key, webhook_sent_key, webhook_started_key
-from service.store.redis_client import clustered
 
 #: every stream the commit script queues calls on: each home's, then the unsharded one
 CALL_STREAMS = tuple(home_key(home, "webhook-calls") for home in ALL_HOMES)
@@ -102,13 +97,6 @@ class WebhookStore:
         await self.redis.hdel(bot_key(bot_id), "webhook_failures", "webhook_paused_until")
 
     # ------------------------------------------------------------------ the calls due
-    def read_groups(self) -> list[tuple[str, ...]]:
-        """The call streams, grouped as one XREADGROUP may read them: all at once on one
-        server; on a cluster, one by one (each home is a slot of its own)."""
-        if clustered(self.redis):
-            return [(stream,) for stream in CALL_STREAMS]
-        return [CALL_STREAMS]
-
     async def join_dispatchers(self, streams: Iterable[str] = CALL_STREAMS) -> None:
         """Make the dispatchers' consumer group on each of ``streams`` (from the stream's
         first call) where it is not there yet (idempotent: a group there is left as it is)."""
@@ -120,15 +108,14 @@ class WebhookStore:
             if isinstance(answer, Exception) and "BUSYGROUP" not in str(answer):
                 raise answer
 
-    async def next_calls(self, consumer: str, streams: Sequence[str], count: int, block_ms: int | None,
+    async def next_calls(self, consumer: str, stream: str, count: int, block_ms: int | None,
                          reading: Redis | None = None) -> list[WebhookCall]:
-        """The next calls on ``streams`` (one of :meth:`read_groups`) that nobody was given yet,
-        now ``consumer``'s (up to ``count`` of each stream); waits up to ``block_ms`` for one
-        (None: not at all). ``reading``: the client whose connection the wait holds."""
-        answer = await (reading or self.redis).xreadgroup(
-            WEBHOOK_DISPATCHERS, consumer, dict.fromkeys(streams, ">"), count=count, block=block_ms
-        )
-        return [call for stream, rows in answer or () for call in _calls(stream, rows)]
+        """The next calls on ``stream`` that nobody was given yet, now ``consumer``'s; waits up
+        to ``block_ms`` for one (None: not at all). ``reading``: the client whose connection the
+        wait holds."""
+        return calls_read(await (reading or self.redis).xreadgroup(
+            WEBHOOK_DISPATCHERS, consumer, {stream: ">"}, count=count, block=block_ms
+        ))
 
     async def take_over(self, consumer: str, idle_ms: int, count: int = 100) -> list[WebhookCall]:
         """Calls, on any stream, given to a dispatcher that has not finished them in ``idle_ms``
@@ -163,6 +150,12 @@ def decode(values: Sequence[bytes | None]) -> dict[str, str] | None:
     if values[0] is None:
         return None
     return {name: value.decode() for name, value in zip(FIELDS, values, strict=True) if value is not None}
+
+
+def calls_read(answer: Sequence[tuple[bytes, Sequence[tuple[bytes, dict[bytes, bytes]] | None]]] | None,
+               ) -> list[WebhookCall]:
+    """The calls in an XREADGROUP's answer (None: none came), of whichever streams."""
+    return [call for stream, rows in answer or () for call in _calls(stream, rows)]
 
 
 def _calls(stream: str | bytes, rows: Sequence[tuple[bytes, dict[bytes, bytes]] | None]) -> list[WebhookCall]:

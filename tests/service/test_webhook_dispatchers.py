@@ -175,7 +175,7 @@ def held_then_dispatched(redis_url: str, bot: Recorder, holding: int, consumer: 
         try:
             [match_id] = await seated_matches(services, bot.url, matches=1)
             store = services.webhooks.store
-            held = [c for streams in store.read_groups() for c in await store.next_calls("holder", streams, holding, None)
+            held = [c for stream in CALL_STREAMS for c in await store.next_calls("holder", stream, holding, None)
                     if c.match_id == match_id]
             other = await dispatch_until_finished(services, consumer, [match_id], **given)
             return held, other, await services.matches.get(match_id)
@@ -343,8 +343,7 @@ def pending(client: redis.Redis) -> dict[str, int]:
 
 
 def test_every_homes_stream_is_read_taken_over_and_acknowledged_on_its_own(own_redis: str) -> None:
-    """A call in each of the 65 streams: one read over the store's read groups gets each once
-    (its stream with it), nothing is left for a second read, a dispatcher that never finished
+    """A call in each of the 65 streams: reading every stream gets each once (its stream with it), nothing is left for a second read, a dispatcher that never finished
     them loses them to another (XAUTOCLAIM over every stream), and each is acknowledged on the
     stream it came from."""
     client = open_sync(own_redis)
@@ -356,8 +355,8 @@ def test_every_homes_stream_is_read_taken_over_and_acknowledged_on_its_own(own_r
             await store.join_dispatchers()
             await store.join_dispatchers()  # (idempotent)
             queue_a_call_in_every_stream(client)
-            read = [c for streams in store.read_groups() for c in await store.next_calls("gone", streams, 10, None)]
-            again = [c for streams in store.read_groups() for c in await store.next_calls("gone", streams, 10, None)]
+            read = [c for stream in CALL_STREAMS for c in await store.next_calls("gone", stream, 10, None)]
+            again = [c for stream in CALL_STREAMS for c in await store.next_calls("gone", stream, 10, None)]
             taken = await store.take_over("heir", idle_ms=0)
             held = pending(client)
             await store.done(taken)
