@@ -96,8 +96,8 @@ async def _run(redis_url: str, port: int, secret: str, moves: int, matches: int,
     delays: list[float] = []
     dispatcher = Dispatcher(services, consumer="bench", on_sent=lambda call, seconds: delays.append(seconds * 1000))
     stop = asyncio.Event()
-    await services.webhooks.store.join_dispatchers()
     running = asyncio.create_task(dispatcher.run(stop))
+    await dispatcher.listening.wait()  # (not timing a worker's start)
     config = MatchConfig.create("WIZARD", players)
     started = time.perf_counter()
     for m in range(matches):
@@ -190,8 +190,11 @@ async def _reads(redis_url: str, calls: int, rate: float, poll_ms: float | None)
             await asyncio.sleep(every)
 
     await store.join_dispatchers()
-    running = asyncio.create_task(poll(poll_ms / 1000) if poll_ms else dispatcher.run(stop))
-    await asyncio.sleep(1.0)  # the readers block on their streams
+    if poll_ms:
+        running = asyncio.create_task(poll(poll_ms / 1000))
+    else:
+        running = asyncio.create_task(dispatcher.run(stop))
+        await dispatcher.listening.wait()
     idle_before = await _read_commands(redis_url)
     await asyncio.sleep(5.0)  # idle: what waiting costs Redis
     idle_after = await _read_commands(redis_url)

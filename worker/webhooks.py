@@ -224,6 +224,10 @@ class Dispatcher:
         self.failures = 0
         #: the latest failures' reasons (the benchmark reports them)
         self.last_failures: list[str] = []
+        #: set once every stream's reader has made a first read (each has its connection and
+        #: group): from then on a call queued reaches the dispatcher at once
+        self.listening = asyncio.Event()
+        self._readers_started = 0
 
     async def run(self, stop: asyncio.Event) -> None:
         # the blocking reads hold connections of their own, one per stream, not the pool's
@@ -242,6 +246,7 @@ class Dispatcher:
                         # (8.1) fails some of the first commands it is given together while it
                         # learns the cluster's nodes ('NoneType' object has no attribute 'writelines')
                         await reading.ping()
+                        await self.store.join_dispatchers()
                         readers = [asyncio.create_task(self._read(stream, reading, stop)) for stream in CALL_STREAMS]
                     if time.monotonic() >= next_take_over:
                         next_take_over = time.monotonic() + take_over_every
@@ -271,7 +276,7 @@ class Dispatcher:
     async def _read(self, stream: str, reading: Redis, stop: asyncio.Event) -> None:
         """Read the calls of ``stream`` as they come, blocked on a connection of ``reading``,
         until ``stop``."""
-        joined = False
+        joined, started = True, False  # (run joined every stream's group before starting the readers)
         outage = Outage("Redis", None)
         while not stop.is_set():
             try:
@@ -280,6 +285,11 @@ class Dispatcher:
                     joined = True
                 for call in await self.store.next_calls(self.consumer, stream, BATCH, BLOCK_MS, reading):
                     self._start(call)
+                if not started:
+                    started = True
+                    self._readers_started += 1
+                    if self._readers_started == len(CALL_STREAMS):
+                        self.listening.set()
                 outage.recovered()
             except Exception as error:  # noqa: BLE001 - keep going: the calls wait in the stream (reported below)
                 joined = False  # (a Redis that came back without the group: join it again)

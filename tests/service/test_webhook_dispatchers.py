@@ -391,8 +391,7 @@ def test_a_running_dispatcher_hears_every_stream_and_acknowledges_each_call(own_
         running = asyncio.create_task(dispatcher.run(stop))
         try:
             async with asyncio.timeout(30):
-                while any(not client.exists(stream) for stream in CALL_STREAMS):
-                    await asyncio.sleep(0.01)  # (the readers make their groups: nothing to await)
+                await dispatcher.listening.wait()
                 streams = queue_a_call_in_every_stream(client)
                 while any(client.xinfo_groups(stream)[0]["last-delivered-id"] == b"0-0" or pending(client)[stream]
                           for stream in streams):
