@@ -408,3 +408,42 @@ def test_a_running_dispatcher_hears_every_stream_and_acknowledges_each_call(own_
         assert asyncio.run(run()) == dict.fromkeys(CALL_STREAMS, 0)
     finally:
         client.close()
+
+
+@pytest.mark.skipif(not ON_CLUSTER, reason="a failover needs a cluster (ARENA_TEST_REDIS=cluster)")
+def test_a_dispatcher_carries_on_reading_after_a_master_fails_over(tmp_path: Path) -> None:
+    """``kill -9`` the master of some homes while a dispatcher waits on every stream: its
+    replica takes over, and the calls queued then, on every home, are read and acknowledged."""
+    cluster = EmbeddedCluster(tmp_path / "cluster", masters=3, replicas=1)
+    url = cluster.start()
+
+    async def run() -> dict[str, int]:
+        services = services_on(url)
+        dispatcher = Dispatcher(services, consumer="survivor")
+        stop = asyncio.Event()
+        running = asyncio.create_task(dispatcher.run(stop))
+        try:
+            async with asyncio.timeout(90):
+                await dispatcher.listening.wait()
+                master = cluster.master_of(home_key(0, "webhook-calls"))
+                master.client().execute_command("WAIT", 1, 5000)  # (its replica has the groups)
+                cluster.kill(master)
+                await asyncio.to_thread(cluster.wait_failover, master)
+                client = open_sync(url if master.port != cluster.nodes[0].port else cluster.nodes_alive()[0].url)
+                try:
+                    streams = queue_a_call_in_every_stream(client)
+                    while any(client.xinfo_groups(stream)[0]["last-delivered-id"] == b"0-0" or pending(client)[stream]
+                              for stream in streams):
+                        await asyncio.sleep(0.05)  # (the group's state: nothing to await)
+                    return pending(client)
+                finally:
+                    client.close()
+        finally:
+            stop.set()
+            await running
+            await services.close()
+
+    try:
+        assert asyncio.run(run()) == dict.fromkeys(CALL_STREAMS, 0)
+    finally:
+        cluster.stop()
