@@ -242,6 +242,10 @@ class Dispatcher:
             while not stop.is_set():
                 try:
                     if not readers:
+                        # one command before the readers' many at once: redis-py's cluster client
+                        # (8.1) fails some of the first commands it is given together while it
+                        # learns the cluster's nodes ('NoneType' object has no attribute 'writelines')
+                        await reading.ping()
                         await self.store.join_dispatchers()
                         readers = [asyncio.create_task(self._read(stream, reading, stop)) for stream in CALL_STREAMS]
                     if time.monotonic() >= next_take_over:
