@@ -15,7 +15,8 @@ twice what the last lease served when that was used up, what it served when it l
 A bot has several named tokens (``create_token``, ``revoke_token``; registration gives the
 first, named "registration"). A revoked token stops working at once in every API process:
 revoking deletes its hash in Redis and publishes it on a channel every API process follows
-(``store.bots.RevocationFeed``), and each process drops its lease on hearing it. A process
+(``store.bots.RevocationFeed``; on a Redis Cluster, on every node, so that it has reached every
+process's feed before revokeToken answers), and each process drops its lease on hearing it. A process
 spends leases only while it follows that channel: while the connection is down (and until it
 is first up) it asks Redis on every request, as with ``rate_limit_lease_max = 1``, and when it
 comes back it drops every lease it had, since it may have missed a revocation meanwhile.
@@ -340,7 +341,7 @@ class BotService:
         if granted <= 0:
             raise RateLimited(wait_ms / 1000)
         if not found.get("tid"):  # a token from before named tokens: listed with its bot from now on
-            await self.bots.adopt_token(found["id"], digest, secrets.token_hex(8), REGISTRATION_TOKEN_NAME)
+            await self.bots.adopt_token(found["id"], digest, REGISTRATION_TOKEN_NAME)
         return Lease(Caller(found["id"], found["name"]), found["hash"], granted, now + s.rate_limit_lease_ms / 1000, bucket_left)
 
     def _keep(self, digest: str, lease: Lease) -> None:

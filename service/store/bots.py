@@ -1,19 +1,24 @@
 """Registered bots in Redis: registration (in single-slot steps that never show a half-made
-bot, names and look-alikes included), authentication with the token's request bucket, the
-registrations allowance per address, and the bots' open matches."""
+bot, names and look-alikes included), their tokens (added and revoked in single-slot steps
+too), authentication with the token's request bucket, the registrations allowance per
+address, and the bots' open matches."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import functools
+import hashlib
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from enum import Enum
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from service.model.challenge import ChallengePolicy
 from service.model.invitation import InvitationPolicy
@@ -34,6 +39,7 @@ from service.store.keys import (
     token_used_key,
 )
 from service.store.matches import Notice
+from service.store.redis_client import clustered
 from service.store.script_line import ScriptLine
 
 T = TypeVar("T")
@@ -111,6 +117,17 @@ return 0
 """
 
 
+#: the ``state`` of a token's entry among its bot's tokens while it is made, and while it is
+#: revoked (absent: in use; see "A bot's tokens live in two slots" below)
+MAKING = "making"
+REVOKING = "revoking"
+
+
+def _with_state(entry: str, state: str) -> str:
+    """A token's entry (JSON) with its ``state``."""
+    return json.dumps({**json.loads(entry), "state": state})
+
+
 def _token_records(
     bot_id: str, bot_name: str, token_hash: str, token_id: str, token_name: str, created: int
 ) -> tuple[str, str]:
@@ -176,32 +193,62 @@ return 1
 STALE_RESERVATION_MS = 60_000
 
 
-# Add a token to a bot (its token hash, and its entry among the bot's tokens), unless the bot
-# has ARGV[4] tokens already (0) or is retired (-1); 1: added. KEYS: the bot's tokens, the
-# token, the bot. ARGV: token id, token JSON, entry JSON, most tokens.
-ADD_TOKEN = """
-if redis.call('HEXISTS', KEYS[3], 'retired') == 1 then return -1 end
-if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
-redis.call('SET', KEYS[2], ARGV[2])
+# A bot's tokens live in two slots: its entry among the bot's tokens (``{b:<id>}:tokens``,
+# beside the bot: what lists, counts and revokes it) and what its hash names (``{t:<hash>}:bot``,
+# what authenticates it). No script spans both, so each change goes in single-slot steps, and
+# an entry says which step its token is at (its JSON's ``state``):
+# - ``making``: written first, before the token's hash names the bot; not listed, not counted
+#   as a working token, not revocable. Then the hash is written, then the entry is made plain
+#   (in use), and only then is the token handed out: nobody can use it before both sides are
+#   written (its hash authenticates from the second step, but nobody holds it). A making entry left by a
+#   process that died between the steps is swept by the next listing after MAKING_LAPSE_MS
+#   (:meth:`BotStore.tokens`), with the hash it may have written.
+# - absent: in use.
+# - ``revoking``: marked first (the last-token check counts it gone), then the hash is deleted
+#   (the token stops working there, at once) and the revocation published, then the entry goes.
+#   Once marked, the revocation is decided: whoever finds the mark finishes it (each step is
+#   idempotent), so one a process left halfway as it died is finished by the next listing.
+
+# Begin adding a token to a bot: its entry, ``making``, unless the bot has ARGV[3] tokens
+# already (0) or is retired (-1); 1: written. KEYS: the bot's tokens, the bot. ARGV: token id,
+# the making entry (JSON), most tokens.
+BEGIN_TOKEN = """
+if redis.call('HEXISTS', KEYS[2], 'retired') == 1 then return -1 end
+if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+"""
+
+
+# Replace a token's entry with ARGV[3] if it is still ARGV[2] (1), else change nothing (0): a
+# making entry made plain once its hash is written; a making entry swept (ARGV[3] empty: deleted).
+# KEYS: the bot's tokens. ARGV: token id, the entry expected, the entry to write ('' deletes it).
+REPLACE_TOKEN_ENTRY = """
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+if ARGV[3] == '' then redis.call('HDEL', KEYS[1], ARGV[1]) else redis.call('HSET', KEYS[1], ARGV[1], ARGV[3]) end
+return 1
+"""
+
+
+# Mark a token in use ``revoking`` (the first step of revoking it), if its entry is still
+# ARGV[2] (else 0, changed meanwhile: read it again) and it is not the bot's last token in use
+# (-1: kept, or the bot could never be reached again); 1: marked. KEYS: the bot's tokens.
+# ARGV: token id, the entry expected, the revoking entry.
+MARK_REVOKING = """
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+local in_use = 0
+for _, entry in ipairs(redis.call('HVALS', KEYS[1])) do
+  if cjson.decode(entry)['state'] == nil then in_use = in_use + 1 end
+end
+if in_use <= 1 then return -1 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 return 1
 """
 
 
-# Revoke one of a bot's tokens: its hash stops naming the bot and the API processes are told
-# (published on the revocation channel with its hash), all at once. 0: no such token of this
-# bot; -1: the bot's last token (kept, or the bot could never be reached again); 1: revoked.
-# KEYS: the bot's tokens. ARGV: token id, the revocation channel.
-REVOKE_TOKEN = """
-local entry = redis.call('HGET', KEYS[1], ARGV[1])
-if not entry then return 0 end
-if redis.call('HLEN', KEYS[1]) <= 1 then return -1 end
-local hash = cjson.decode(entry)['hash']
-redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('DEL', '{t:' .. hash .. '}:bot', '{t:' .. hash .. '}:used', '{t:' .. hash .. '}:rate')
-redis.call('PUBLISH', ARGV[2], hash)
-return 1
-"""
+#: a ``making`` token entry older than this (ms) was left by a process that died making it (as
+#: with a name's reservation: the steps take milliseconds)
+MAKING_LAPSE_MS = STALE_RESERVATION_MS
 
 
 class TokenAdded(Enum):
@@ -237,8 +284,9 @@ class BotStore:
         self._take_registration = redis.register_script(TAKE_REGISTRATION)
         self._reserve_name = redis.register_script(RESERVE_NAME)
         self._finish_name = redis.register_script(FINISH_NAME)
-        self._add_token = redis.register_script(ADD_TOKEN)
-        self._revoke_token = redis.register_script(REVOKE_TOKEN)
+        self._begin_token = redis.register_script(BEGIN_TOKEN)
+        self._replace_token_entry = redis.register_script(REPLACE_TOKEN_ENTRY)
+        self._mark_revoking = redis.register_script(MARK_REVOKING)
 
     async def take_registration(self, address: str, per_hour: int) -> int:
         """One registration from the address's hourly allowance: 0, or the ms to wait."""
@@ -292,41 +340,129 @@ class BotStore:
     async def add_token(
         self, bot_id: str, name: str, token_hash: str, token_id: str, token_name: str, most: int
     ) -> tuple[TokenAdded, int]:
-        """Give the bot another token (unless it has ``most`` or is retired); and when it was made."""
+        """Give the bot another token (unless it has ``most`` or is retired); and when it was made.
+        In three steps (see "A bot's tokens live in two slots"): its entry ``making``, its hash, its entry
+        in use; the token works once the call returns."""
         created = now_ms()
         token_json, entry = _token_records(bot_id, name, token_hash, token_id, token_name, created)
-        keys = [bot_tokens_key(bot_id), token_key(token_hash), bot_key(bot_id)]
-        return TokenAdded(int(await self._add_token(keys=keys, args=[token_id, token_json, entry, most]))), created
+        making = _with_state(entry, MAKING)
+        began = await self._begin_token(keys=[bot_tokens_key(bot_id), bot_key(bot_id)], args=[token_id, making, most])
+        if int(began) != TokenAdded.ADDED.value:
+            return TokenAdded(int(began)), created
+        await self.redis.set(token_key(token_hash), token_json)
+        if not await self._replace_token_entry(keys=[bot_tokens_key(bot_id)], args=[token_id, making, entry]):
+            # swept as left by a dead process: this one stalled over MAKING_LAPSE_MS between the steps
+            await self._drop_hash(token_hash)
+            raise RuntimeError(f"making token {token_id} of bot {bot_id} took too long: it was given up")
+        return TokenAdded.ADDED, created
 
-    async def adopt_token(self, bot_id: str, token_hash: str, token_id: str, token_name: str) -> str:
+    async def adopt_token(self, bot_id: str, token_hash: str, token_name: str) -> str:
         """List a token made before bots had named tokens among its bot's tokens (on its first
-        use since) and give it an id; the id it has (another process may have adopted it first)."""
+        use since) and give it an id: one drawn from its hash, so that processes adopting it at
+        once agree. Its entry first, then the id beside its hash (each step idempotent: a use
+        after a crash between them adopts it again). Returns its id."""
         found = await self.redis.get(token_key(token_hash))
         if found is None:
-            return token_id
+            return ""
         record = json.loads(found)
         if record.get("tid"):
             return str(record["tid"])
+        token_id = hashlib.sha256(f"token-id:{token_hash}".encode()).hexdigest()[:16]
         created = (await self.redis.hget(bot_key(bot_id), "created") or b"0").decode()
         _, entry = _token_records(bot_id, record["name"], token_hash, token_id, token_name, int(created))
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.hset(bot_tokens_key(bot_id), token_id, entry)
-            pipe.set(token_key(token_hash), json.dumps({**record, "tid": token_id}), xx=True)
-            await pipe.execute()
+        await self.redis.hsetnx(bot_tokens_key(bot_id), token_id, entry)
+        await self.redis.set(token_key(token_hash), json.dumps({**record, "tid": token_id}), xx=True)
         return token_id
 
     async def tokens(self, bot_id: str) -> list[dict[str, object]]:
-        """The bot's tokens, oldest first: id, name, created and last used (ms; None: never)."""
-        entries = [(tid.decode(), json.loads(raw)) for tid, raw in (await self.redis.hgetall(bot_tokens_key(bot_id))).items()]
+        """The bot's tokens, oldest first: id, name, created and last used (ms; None: never).
+        A token being made is not listed yet, nor one being revoked. Finishes what a dead process
+        left halfway: sweeps the tokens it left half-made, and its revocations."""
+        entries: list[tuple[str, dict[str, object]]] = []
+        for tid, raw in (await self.redis.hgetall(bot_tokens_key(bot_id))).items():
+            entry = json.loads(raw)
+            state = entry.get("state")
+            if state is None:
+                entries.append((tid.decode(), entry))
+            elif state == REVOKING:
+                await self._finish_revoking(bot_id, tid.decode(), str(entry["hash"]))
+            elif int(entry["created"]) < now_ms() - MAKING_LAPSE_MS:
+                await self._sweep_making(bot_id, tid.decode(), raw.decode(), str(entry["hash"]))
         entries.sort(key=lambda e: (e[1]["created"], e[0]))
-        used = await self.redis.mget([token_used_key(e["hash"]) for _, e in entries]) if entries else []
+        async with self.redis.pipeline(transaction=False) as pipe:  # (the hashes' keys are in slots of their own)
+            for _, entry in entries:
+                pipe.get(token_used_key(str(entry["hash"])))
+            used = await pipe.execute()
         return [
             {"id": tid, "name": e["name"], "created": e["created"], "used": None if u is None else int(u)}
             for (tid, e), u in zip(entries, used, strict=True)
         ]
 
+    async def _sweep_making(self, bot_id: str, token_id: str, making: str, token_hash: str) -> None:
+        """Remove a token a dead process left ``making``: its entry, then its hash (a process
+        that is only late finds its entry gone and drops its hash itself)."""
+        if await self._replace_token_entry(keys=[bot_tokens_key(bot_id)], args=[token_id, making, ""]):
+            await self._drop_hash(token_hash)
+
     async def revoke_token(self, bot_id: str, token_id: str) -> TokenRevoked:
-        return TokenRevoked(int(await self._revoke_token(keys=[bot_tokens_key(bot_id)], args=[token_id, REVOKED_TOKENS])))
+        """Revoke one of the bot's tokens, in three steps: its entry marked ``revoking`` (the
+        check that it is not the bot's last token in use, against other revocations), its hash
+        dropped and published (it stops working, at once), its entry removed. A revocation a
+        dead process left halfway is finished by revoking the token again, or by a listing."""
+        while True:
+            raw = await self.redis.hget(bot_tokens_key(bot_id), token_id)
+            if raw is None:
+                return TokenRevoked.NOT_FOUND
+            entry = raw.decode()
+            state = json.loads(entry).get("state")
+            if state == MAKING:
+                return TokenRevoked.NOT_FOUND
+            if state == REVOKING:
+                break
+            marked = int(await self._mark_revoking(
+                keys=[bot_tokens_key(bot_id)], args=[token_id, entry, _with_state(entry, REVOKING)]
+            ))
+            if marked == TokenRevoked.LAST.value:
+                return TokenRevoked.LAST
+            if marked == TokenRevoked.REVOKED.value:
+                break
+        await self._finish_revoking(bot_id, token_id, json.loads(entry)["hash"])
+        return TokenRevoked.REVOKED
+
+    async def _finish_revoking(self, bot_id: str, token_id: str, token_hash: str) -> None:
+        """The steps of a revocation after its mark: the hash dropped, then the entry."""
+        await self._drop_hash(token_hash)
+        await self.redis.hdel(bot_tokens_key(bot_id), token_id)
+
+    async def _drop_hash(self, token_hash: str) -> None:
+        """The token's hash names its bot no more (with its bucket and last use: one slot), and
+        every API process is told (:meth:`_publish_revocation`)."""
+        await self.redis.delete(token_key(token_hash), token_used_key(token_hash), token_rate_key(token_hash))
+        await self._publish_revocation(token_hash)
+
+    async def _publish_revocation(self, token_hash: str) -> None:
+        """Publish a revoked token's hash, so that no API process spends a lease of it once this
+        returns. One server writes it to every subscriber before it answers. A cluster node
+        does that only for its own subscribers (it passes the message on to the other nodes
+        later, over the cluster bus), and each process's feed listens on one node drawn at
+        random: so the hash is published on every node. A node that cannot be reached (or does
+        not answer in time) has no subscriber to tell: theirs lost their connection, or will
+        once their feed's ping goes unanswered, and a process drops every lease it kept until
+        its feed has subscribed again (``service.domain.bots``)."""
+        if not clustered(self.redis):
+            await self.redis.publish(REVOKED_TOKENS, token_hash)
+            return
+        cluster = cast(RedisCluster, self.redis)
+        nodes = cluster.get_nodes()
+        answers = await asyncio.gather(
+            *(cluster.execute_command("PUBLISH", REVOKED_TOKENS, token_hash, target_nodes=node) for node in nodes),
+            return_exceptions=True,
+        )
+        for node, answer in zip(nodes, answers, strict=True):
+            if isinstance(answer, (RedisConnectionError, RedisTimeoutError)):
+                log.warning("could not publish a token's revocation on %s (%r): its subscribers resync", node.name, answer)
+            elif isinstance(answer, BaseException):
+                raise answer
 
     async def update_profile(self, bot_id: str, fields: dict[str, str]) -> None:
         """Set profile fields (description, homepage); an empty value removes the field."""

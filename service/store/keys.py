@@ -21,9 +21,11 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
 - ``{b:<id>}:bot``     also description, homepage (updateBot), retired (ms, once retired)
 - ``{t:<sha256>}:bot`` the bot a token hash belongs to, and the token's id (tokens themselves are
   never stored); ``{t:<sha256>}:used`` when the token was last looked up (ms)
-- ``{b:<id>}:tokens``  hash: token id -> JSON {name, created, hash}: the bot's tokens
-- ``tokens:revoked``   pub/sub channel: the hash of each token revoked, so every API process
-  drops what it keeps of it (``service.domain.bots``)
+- ``{b:<id>}:tokens``  hash: token id -> JSON {name, created, hash, state}: the bot's tokens;
+  ``state`` ``making`` or ``revoking`` while a change of the two slots (this and the token's
+  ``{t:<sha256>}:bot``) is under way (``service.store.bots``), absent when in use
+- ``{b:tokens}:revoked`` pub/sub channel: the hash of each token revoked, so every API process
+  drops what it keeps of it (``service.domain.bots``); on a cluster, published on every node
 - ``{b:<id>}:matches`` set: matches the bot sits in that have not ended
 - ``{b:<id>}:waiting`` sorted set: matches the bot created whose seats are not all taken yet,
   by when they are aborted if they still are not

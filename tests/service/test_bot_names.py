@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import random
 import threading
+import time
 import unicodedata
 from typing import Any
 
@@ -109,9 +110,13 @@ def test_bots_registered_before_the_look_alike_index_are_protected(api, redis_cl
         assert "too similar" in refusal(api, name.replace("e", CYRILLIC["e"]))
         assert redis_client.get(LOOKALIKE_INDEX) == KEY_VERSION.encode()
         assert redis_client.get(f"botlook:{lookalike_key(name)}") == bot_id.encode()
-    # built again (idempotent): every bot keeps its key, and registration goes on as before
+    # built again (idempotent): every bot keeps its key, and registration goes on as before; a
+    # name a registration has only reserved names no bot yet, and is left out
+    reserved = f"reserved-{tag()}"
+    redis_client.set(f"botname:{reserved}", f"~{os.urandom(8).hex()}|{int(time.time() * 1000)}")
     redis_client.delete(LOOKALIKE_INDEX)
     other = register(api, f"after-{tag()}")
+    assert not redis_client.exists(f"botlook:{lookalike_key(reserved)}")
     assert redis_client.get(f"botlook:{lookalike_key(name)}") == bot_id.encode()
     assert redis_client.get(f"botlook:{lookalike_key(other['bot']['name'])}") == other["bot"]["id"].encode()
 
@@ -147,3 +152,27 @@ def test_of_look_alikes_registered_at_once_exactly_one_wins(api, redis_client):
             if folded != winner["bot"]["name"].casefold():
                 assert not redis_client.exists(f"botname:{folded}"), variant
         assert api.data(ME, token=winner["token"])["me"] == winner["bot"]
+
+
+def test_a_name_a_dead_registration_reserved_is_free_once_its_reservation_is_stale(api, redis_client):
+    """Registration reserves a name's keys first (``~<bot id>|<ms>``) and makes them the bot's
+    last; a registration that died between leaves its reservation, which holds the name only
+    for a while (service.store.bots.STALE_RESERVATION_MS, 60 s)."""
+    name = f"reserved-{tag()}"
+    look, folded = f"botlook:{lookalike_key(name)}", f"botname:{name.casefold()}"
+    now_ms = int(time.time() * 1000)
+    # a registration under way (reserved a moment ago) holds the name by either key
+    young = f"~{os.urandom(8).hex()}|{now_ms}"
+    redis_client.set(look, young)
+    assert "too similar" in refusal(api, name.replace("e", CYRILLIC["e"]))
+    redis_client.delete(look)
+    redis_client.set(folded, young)
+    assert "too similar" in refusal(api, name.upper())
+    # (the refused registration let go of the look-alike key it had reserved, and only of that)
+    assert redis_client.get(folded) == young.encode() and not redis_client.exists(look)
+    # one that died a minute ago does not
+    redis_client.set(look, f"~{os.urandom(8).hex()}|{now_ms - 61_000}")
+    redis_client.set(folded, f"~{os.urandom(8).hex()}|{now_ms - 61_000}")
+    registered = register(api, name)
+    assert redis_client.get(look) == redis_client.get(folded) == registered["bot"]["id"].encode()
+    assert api.data(ME, token=registered["token"])["me"] == registered["bot"]
