@@ -12,8 +12,8 @@ dispatcher; idle, they cost Redis about 210-240 reads a second, 0.6 ms of its CP
 one XREADGROUP may read several streams only when they share a slot, so on a cluster no fewer
 will do, and on one server a single read of all 65 streams (as commit 118a8b5 read them) was
 slower to hand on a call (``wizard-arena bench webhooks --reads``, 400 calls/s on homes drawn at random,
-2 cores under load: p90 2.6-2.9 ms, p99 7.0-7.6 ms against 1.0-1.5 and 3.1-5.2 ms, p50 0.3 ms
-for both; a reader per stream on a 3-master cluster: p50 0.35 ms, p99 3.6-9 ms). Reading by a
+2 cores under load: p90 1.8-4.6 ms, p99 5.5-9.5 ms against 1.0-1.5 and 3.1-5.2 ms, p50 about
+0.3 ms for both; a reader per stream on a 3-master cluster: p50 0.35 ms, p99 3.6-9 ms). Reading by a
 pipelined non-blocking XREADGROUP of every stream every 2 ms instead (``--poll-ms 2``) handed
 calls on after p50 5.5-8 ms on one server and 10-80 ms on the cluster: its 65 commands a round
 cost the loop more than the waiting they save.
