@@ -8,15 +8,16 @@ in the match's slot, and the old ``webhooks:calls``), atomically with the change
 the match marks as hooked. The dispatchers read every stream, each as one consumer group,
 blocked in XREADGROUP: a call reaches a dispatcher as soon as it is committed, and only one
 dispatcher. Each stream has a reader of its own, blocked on a connection of its own (65 per
-dispatcher; idle, they cost Redis about 210-240 reads a second, 0.6 ms of its CPU a second):
-one XREADGROUP may read several streams only when they share a slot, so on a cluster no fewer
-will do, and on one server a single read of all 65 streams (as commit 118a8b5 read them) was
-slower to hand on a call (``wizard-arena bench webhooks --reads``, 400 calls/s on homes drawn at random,
-2 cores under load: p90 1.8-4.6 ms, p99 5.5-9.5 ms against 1.0-1.5 and 3.1-5.2 ms, p50 about
-0.3 ms for both; a reader per stream on a 3-master cluster: p50 0.35 ms, p99 3.6-9 ms). Reading by a
-pipelined non-blocking XREADGROUP of every stream every 2 ms instead (``--poll-ms 2``) handed
-calls on after p50 5.5-8 ms on one server and 10-80 ms on the cluster: its 65 commands a round
-cost the loop more than the waiting they save.
+dispatcher; idle, they cost Redis about 210-240 reads a second, 0.6 ms of its CPU a second).
+One XREADGROUP may read several streams only when they share a slot, so on a cluster no fewer
+will do; on one server a single read of all 65 (as commit 118a8b5 read them) was slower to
+hand a call on at the tail (``wizard-arena bench webhooks --reads``, 400 calls/s on homes at
+random, 2 cores under load: p90 1.8-4.6 ms and p99 5.5-9.5 ms, against 1.0-1.5 and 3.1-5.2 ms
+with a reader per stream; p50 0.3 ms for both but one run; on a 3-master cluster a reader per
+stream gave p50 0.35 ms, p99 3.6-9 ms). A pipelined non-blocking read of every stream every
+2 ms (``--poll-ms 2``) handed calls on after p50 5.5-8 ms on one server, 10-80 ms on the
+cluster: its 65 commands a round cost the loop more than the waiting they save. Saturated, a
+read brings a call or two rather than a batch; what that costs is in BENCHMARKS.md.
 
 Before it sends, the dispatcher claims the call's ``webhook-sent`` key (SET NX), in the same
 round trip as it reads the match and the webhook; a call that a dispatcher took but did not
