@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -63,20 +64,13 @@ def name() -> str:
 
 
 class SdkBot:
-    """A random bot served by the SDK's serve-bot endpoint, registered with its webhook (unless
-    ``hooked`` is False: then :meth:`hook` sets it)."""
+    """A random bot served by the SDK's serve-bot endpoint, registered with its webhook."""
 
-    def __init__(self, api: Api, hooked: bool = True) -> None:
+    def __init__(self, api: Api) -> None:
         self.calls: list[dict[str, Any]] = []
-        self.api = api
         self.token, self.id = api.register()
         self.server = serve_in_thread(HouseBotPlayer("random", 1), "unset", on_call=self.calls.append)
-        if hooked:
-            self.hook()
-
-    def hook(self) -> None:
-        grant = self.api.data(SET, {"u": f"http://127.0.0.1:{self.server.server_address[1]}/hook"},
-                              self.token)["setWebhook"]
+        grant = api.data(SET, {"u": f"http://127.0.0.1:{self.server.server_address[1]}/hook"}, self.token)["setWebhook"]
         self._retarget(grant["secret"])
 
     def _retarget(self, secret: str) -> None:
@@ -103,6 +97,7 @@ class Misbehaving(BaseHTTPRequestHandler):
         call = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         mode: str = self.server.mode  # type: ignore[attr-defined]
         self.server.calls += 1  # type: ignore[attr-defined]
+        self.server.heard.append((call["match"]["id"], call["type"]))  # type: ignore[attr-defined]
         status, body, headers = 200, b'{"bid": 0}', {}
         if mode == "not-json":
             body = b"<html>hello</html>"
@@ -139,6 +134,7 @@ def misbehaving(mode: str) -> ThreadingHTTPServer:
     server.handle_error = lambda *_: None  # type: ignore[method-assign]  # (calls it hung up on)
     server.mode = mode  # type: ignore[attr-defined]
     server.calls = 0  # type: ignore[attr-defined]
+    server.heard = []  # type: ignore[attr-defined]  # (match, kind) of each call
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
@@ -326,21 +322,27 @@ def test_a_match_of_webhook_bots_is_played_to_the_end_without_a_timeout(hooks_ap
 def test_a_bot_that_sets_its_webhook_in_a_match_is_called_for_its_turns_from_then_on(hooks_api: Api,
                                                                                   worker: Any) -> None:
     """The seat's bot had no webhook when it joined: setting one marks the match (``hooked``),
-    so its next turns are called; only a turn queued before that can time out."""
-    bots = [SdkBot(hooks_api), SdkBot(hooks_api), SdkBot(hooks_api, hooked=False)]
-    late = bots[2]
+    so its next turns are called (its start first); only a turn queued before that can time
+    out. (Its webhook checks no signature, so no call can be refused while the secret is new.)"""
+    bots = [SdkBot(hooks_api), SdkBot(hooks_api)]
+    late = misbehaving("good")
+    late_token, _ = hooks_api.register()
     try:
-        match_id = play_match(hooks_api, bots, timeout_ms=2000)
-        late.hook()
+        match_id = play_match(hooks_api, [*bots, SimpleNamespace(token=late_token)], timeout_ms=2000)
+        hooks_api.data(SET, {"u": url_of(late)}, late_token)
         final = wait_until(lambda: (m := seats(hooks_api, match_id))["status"] == "FINISHED" and m,
                            "the match to finish", timeout=120)
         assert [s["timeouts"] for s in final["seats"]][:2] == [0, 0]
         assert final["seats"][2]["timeouts"] <= 1  # (its turn due before its webhook, if it was)
-        kinds = wait_until(lambda: (k := late.kinds(match_id))[-1:] == ["end"] and k, "the late bot's end call")
+        heard: list[tuple[str, str]] = late.heard  # type: ignore[attr-defined]
+        kinds = wait_until(lambda: (k := [kind for m, kind in heard if m == match_id])[-1:] == ["end"] and k,
+                           "the late bot's end call")
         assert kinds[0] == "start" and kinds.count("start") == 1 and kinds.count("turn") >= 5
     finally:
         for bot in bots:
             bot.close()
+        late.shutdown()
+        late.server_close()
 
 
 # ---------------------------------------------------------------------- the matches' marks
