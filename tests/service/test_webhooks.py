@@ -97,7 +97,7 @@ class Misbehaving(BaseHTTPRequestHandler):
         call = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         mode: str = self.server.mode  # type: ignore[attr-defined]
         self.server.calls += 1  # type: ignore[attr-defined]
-        self.server.heard.append((call["match"]["id"], call["type"]))  # type: ignore[attr-defined]
+        self.heard(call)
         status, body, headers = 200, b'{"bid": 0}', {}
         if mode == "not-json":
             body = b"<html>hello</html>"
@@ -124,17 +124,19 @@ class Misbehaving(BaseHTTPRequestHandler):
         except OSError:  # the server hung up on a slow or big answer
             pass
 
+    def heard(self, call: dict[str, Any]) -> None:
+        """Each call as it comes (a subclass records them)."""
+
     def log_message(self, format: str, *args: Any) -> None:  # (http.server's name)
         pass
 
 
-def misbehaving(mode: str) -> ThreadingHTTPServer:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Misbehaving)
+def misbehaving(mode: str, handler: type[Misbehaving] = Misbehaving) -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     server.handle_error = lambda *_: None  # type: ignore[method-assign]  # (calls it hung up on)
     server.mode = mode  # type: ignore[attr-defined]
     server.calls = 0  # type: ignore[attr-defined]
-    server.heard = []  # type: ignore[attr-defined]  # (match, kind) of each call
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
@@ -325,7 +327,13 @@ def test_a_bot_that_sets_its_webhook_in_a_match_is_called_for_its_turns_from_the
     so its next turns are called (its start first); only a turn queued before that can time
     out. (Its webhook checks no signature, so no call can be refused while the secret is new.)"""
     bots = [SdkBot(hooks_api), SdkBot(hooks_api)]
-    late = misbehaving("good")
+    heard: list[tuple[str, str]] = []  # (match, kind) of each call to the late bot
+
+    class Late(Misbehaving):
+        def heard(self, call: dict[str, Any]) -> None:
+            heard.append((call["match"]["id"], call["type"]))
+
+    late = misbehaving("good", Late)
     late_token, _ = hooks_api.register()
     try:
         match_id = play_match(hooks_api, [*bots, SimpleNamespace(token=late_token)], timeout_ms=2000)
@@ -334,7 +342,6 @@ def test_a_bot_that_sets_its_webhook_in_a_match_is_called_for_its_turns_from_the
                            "the match to finish", timeout=120)
         assert [s["timeouts"] for s in final["seats"]][:2] == [0, 0]
         assert final["seats"][2]["timeouts"] <= 1  # (its turn due before its webhook, if it was)
-        heard: list[tuple[str, str]] = late.heard  # type: ignore[attr-defined]
         kinds = wait_until(lambda: (k := [kind for m, kind in heard if m == match_id])[-1:] == ["end"] and k,
                            "the late bot's end call")
         assert kinds[0] == "start" and kinds.count("start") == 1 and kinds.count("turn") >= 5
