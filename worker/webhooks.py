@@ -75,7 +75,7 @@ log = logging.getLogger("wizard_arena.webhooks")
 BATCH = 256
 #: longest block on the streams (a reader looks at its stop event between)
 BLOCK_MS = 200
-#: a blocked read that has no answer this long after its block ended is taken as lost
+#: a read with no answer this long (its block is far shorter) is taken as lost, and made again
 READ_TIMEOUT = 10.0
 #: a call a dispatcher has held this long unfinished is taken over (its dispatcher is gone)
 TAKE_OVER_AFTER_MS = 15_000
@@ -258,7 +258,8 @@ class Dispatcher:
                     await unless_stopped(stop, ACKNOWLEDGE_EVERY)
                 except Exception as error:  # noqa: BLE001 - keep going: the calls wait in the streams
                     await unless_stopped(stop, outage.after(error, lambda: log.warning(
-                        "webhook dispatcher: taking over or acknowledging calls failed; retrying", exc_info=True,
+                        "webhook dispatcher: starting its readers, taking over or acknowledging calls failed; retrying",
+                        exc_info=True,
                     )))
         finally:
             for reader in readers:
