@@ -159,6 +159,19 @@ class Arena:
             shutil.rmtree(self.folder, ignore_errors=True)
 
     # ------------------------------------------------------------------ for the benchmarks
+    def cpu_seconds(self) -> dict[str, float | None]:
+        """CPU used so far by Redis, the serve process and the workers (with the RQ work
+        horses they have waited for: the jobs)."""
+        from bench.service import process_cpu_seconds
+
+        workers = [process_cpu_seconds(p.pid, children=True) for p in self._workers]
+        redis_process = None if self._embedded is None else self._embedded.process
+        return {
+            "redis": None if redis_process is None else process_cpu_seconds(redis_process.pid),
+            "serve": None if self._serve is None else process_cpu_seconds(self._serve.pid),
+            "workers": None if None in workers else sum(w for w in workers if w is not None),
+        }
+
     def check_alive(self) -> None:
         for process in [self._serve, *self._workers]:
             if process is not None and process.poll() is not None:

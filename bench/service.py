@@ -353,14 +353,16 @@ async def house_bots(host: str, port: int, redis_url: str, seed: int, matches: i
     }
 
 
-def process_cpu_seconds(pid: int) -> float | None:
-    """User + system CPU time a process has used so far (None where /proc is missing)."""
+def process_cpu_seconds(pid: int, children: bool = False) -> float | None:
+    """User + system CPU time a process has used so far (None where /proc is missing); with
+    ``children``, also that of its children it has waited for (an RQ worker's work horses)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
             fields = stat.read().rsplit(b")", 1)[1].split()
     except OSError:
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    ticks = int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if children else 0)
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _with_cpu(pids: dict[str, int], measure: Any) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from typing import Any
 
 from bench.deadlines import Arena, machine, stream_ms
 from bench.service import HttpConnection, _gql, _register, percentile
+from service.model.homes import homed_match_id
 
 CREATE = "mutation($i: CreateTournamentInput!) { createTournament(input: $i) { id status } }"
 RESULT = """query($t: ID!) { tournament(id: $t) {
@@ -58,6 +59,7 @@ async def _tournament(
         }
         if move_timeout_ms is not None:
             spec["moveTimeoutMs"] = move_timeout_ms
+        cpu_before = arena.cpu_seconds()
         called_ms = int(time.time() * 1000)
         started = time.perf_counter()
         tid = (await _gql(conn, CREATE, {"i": spec}, token))["createTournament"]["id"]
@@ -71,6 +73,7 @@ async def _tournament(
                 raise RuntimeError(f"tournament {tid} still {status} after {limit_seconds} s; see {arena.folder}")
             await asyncio.sleep(0.02)
         wall = time.perf_counter() - started
+        cpu_after = arena.cpu_seconds()
         if status != "FINISHED":
             raise RuntimeError(f"tournament {tid} was {status}; see {arena.folder}")
         result = (await _gql(conn, RESULT, {"t": tid}, token))["tournament"]
@@ -81,7 +84,7 @@ async def _tournament(
         kinds = house_kinds(entrants)
         tables: list[dict[str, Any]] = []
         for slot_id, slot in sorted(slots.items()):
-            match_id = f"{tid}-{slot_id}-0"
+            match_id = homed_match_id(f"{tid}-{slot_id}-0")  # as Tournament.match_ids names a table's match
             settings = json.loads(await store.hget(f"{{m:{match_id}}}:match", "settings"))
             live = json.loads(await store.hget(f"{{m:{match_id}}}:match", "live"))
             last = await store.xrevrange(f"{{m:{match_id}}}:events", count=1)
@@ -123,6 +126,10 @@ async def _tournament(
             "mean": round(statistics.fmean(gaps), 2) if gaps else None, "max": round(max(gaps), 2) if gaps else None,
         },
         "timeout_moves": sum(t["timeouts"] for t in tables),
+        "cpu_seconds": {
+            name: None if after is None or cpu_before[name] is None else round(after - cpu_before[name], 2)  # type: ignore[operator]
+            for name, after in cpu_after.items()
+        },
     }
 
 
@@ -172,6 +179,8 @@ def bench_tournament(
         "between_rounds_seconds": run["between_rounds_seconds"],
         "phases_seconds": run["phases_seconds"],
         "timeout_moves": run["timeout_moves"],
+        # (the workers' with their jobs', up to the status FINISHED)
+        "cpu_seconds": run["cpu_seconds"],
         "engine_in_process": {**engine, "matches_per_minute": round(engine["games_per_second"] * 60, 1)},
         "engine_over_infrastructure": round(engine["games_per_second"] * 60 / per_minute, 1),
         "standings_top": run["standings_top"],

@@ -16,7 +16,8 @@ from graphql import DocumentNode, FieldNode, OperationDefinitionNode
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from service.store.keys import CLOCK_HEARTBEATS, DEADLINES, LIVE_MATCHES, UNSETTLED
+from service.model.homes import ALL_HOMES
+from service.store.keys import CLOCK_HEARTBEATS, home_key
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 30.0)
 #: the label of a GraphQL request whose operation is not one root field the schema has
@@ -69,6 +70,11 @@ class Metrics:
         self.errors = Counter("wizard_arena_errors", "Errors answered, by API code", ["code"], registry=self.registry)
         self.moves = Counter("wizard_arena_moves", "Moves committed, by who made them", ["by"], registry=self.registry)
         self.matches_finished = Counter("wizard_arena_matches_finished", "Matches finished", registry=self.registry)
+        self.replica_shortfalls = Counter(
+            "wizard_arena_commit_replica_shortfalls", "Commits answered with fewer replicas than "
+            "ARENA_COMMIT_REPLICAS acknowledged within ARENA_COMMIT_REPLICA_TIMEOUT_MS (a failover then could lose "
+            "them)", registry=self.registry,
+        )
         self.waits = Gauge(
             "wizard_arena_waits_open", "Waits and subscriptions open in this process (service.feed)", registry=self.registry
         )
@@ -127,25 +133,35 @@ class Metrics:
         self.waits.set_function(lambda: feed.watches)
         self.followed.set_function(lambda: feed.channels)
 
-    async def read_service(self, redis: Any, stale_seconds: float) -> None:
+    async def read_service(self, redis: Any, stale_seconds: float, queue: Any = None) -> None:
         """The service's gauges from Redis: one pipelined round trip of O(1) and O(log n)
-        commands, at most SCRAPE_REDIS_SECONDS; Redis away, ``redis_up`` 0 and the rest kept."""
+        commands (those of the matches' homes summed over every home; the cluster client
+        sends each node its share at once), at most SCRAPE_REDIS_SECONDS; Redis away,
+        ``redis_up`` 0 and the rest kept. The job queue's length from ``queue``, RQ's Redis
+        (``ARENA_QUEUE_URL``; None: not known)."""
         try:
             async with asyncio.timeout(SCRAPE_REDIS_SECONDS):
                 async with redis.pipeline(transaction=False) as pipe:
-                    pipe.zcard(LIVE_MATCHES).zcard(DEADLINES).zrange(DEADLINES, 0, 0, withscores=True)
-                    pipe.llen(JOB_QUEUE_KEY).zcard(UNSETTLED).hvals(CLOCK_HEARTBEATS)
-                    live, pending, oldest, queued, unsettled, beats = await pipe.execute()
+                    pipe.hvals(CLOCK_HEARTBEATS)
+                    for home in ALL_HOMES:
+                        pipe.zcard(home_key(home, "live")).zcard(home_key(home, "deadlines"))
+                        pipe.zrange(home_key(home, "deadlines"), 0, 0, withscores=True)
+                        pipe.zcard(home_key(home, "unsettled"))
+                    beats, *homes = await pipe.execute()
+                queued = None if queue is None else await queue.llen(JOB_QUEUE_KEY)
         except Exception:  # noqa: BLE001 - any failure means "Redis not reached"
             self.redis_up.set(0)
             return
         now_ms = time.time() * 1000
+        live, pending, firsts, unsettled = homes[0::4], homes[1::4], homes[2::4], homes[3::4]
+        oldest = min((first[0][1] for first in firsts if first), default=None)
         self.redis_up.set(1)
-        self.matches_live.set(live)
-        self.deadlines_pending.set(pending)
-        self.deadline_lag.set(max(0.0, (now_ms - oldest[0][1]) / 1000) if oldest else 0.0)
-        self.queue_depth.set(queued)
-        self.settlement_backlog.set(unsettled)
+        self.matches_live.set(sum(live))
+        self.deadlines_pending.set(sum(pending))
+        self.deadline_lag.set(0.0 if oldest is None else max(0.0, (now_ms - oldest) / 1000))
+        if queued is not None:
+            self.queue_depth.set(queued)
+        self.settlement_backlog.set(sum(unsettled))
         ages = [(now_ms - float(beat)) / 1000 for beat in beats]
         self.clock_age.set(max(0.0, min(ages)) if ages else float("inf"))
         self.clocks.set(sum(1 for age in ages if age <= stale_seconds))

@@ -126,6 +126,18 @@ class Settings(BaseSettings):
         description="Redis connections an API process or worker opens at most for its requests (beyond them, "
         "requests wait for a free one); waiting takes none of them",
     )
+    commit_replicas: int = Field(
+        default=0, ge=0,
+        description="replicas that must have each committed change (a move, a join) before it is answered: Redis's "
+        "WAIT on the connection that ran the commit, up to ARENA_COMMIT_REPLICA_TIMEOUT_MS; a change fewer replicas "
+        "acknowledged in time is answered all the same (it stands on the master), logged and counted in "
+        "wizard_arena_commit_replica_shortfalls_total; 0: answered without waiting",
+    )
+    commit_replica_timeout_ms: int = Field(
+        default=100, ge=1, le=5_000,
+        description="the longest a commit waits for ARENA_COMMIT_REPLICAS replicas (after a commit that waited it "
+        "all, a process waits for no replica of that master for 5 s, counting its commits short)",
+    )
     waiting_matches_per_bot: int = Field(
         default=20, ge=1, description="matches a bot may have created whose seats are not all taken yet"
     )

@@ -124,6 +124,21 @@ def _bench_tournament(args: argparse.Namespace) -> None:
     _print_nested(result, args.json)
 
 
+def _bench_cluster(args: argparse.Namespace) -> None:
+    from bench.cluster import bench_cluster
+
+    result = bench_cluster(
+        args.clients, args.seconds, args.seed, args.masters, args.replicas, args.matches, args.slice_seconds
+    )
+    _print_nested(result, args.json)
+
+
+def _bench_idle_worker(args: argparse.Namespace) -> None:
+    from bench.idle_worker import bench_idle_worker
+
+    _print_nested(bench_idle_worker(args.workers, args.seconds), args.json)
+
+
 def _bench_ladder_pass(args: argparse.Namespace) -> None:
     from bench.ladder_pass import bench_ladder_pass
 
@@ -598,6 +613,25 @@ def build_parser() -> argparse.ArgumentParser:
     tournament.add_argument("--engine-seconds", type=float, default=3.0, help="least time for the in-process comparison")
     tournament.add_argument("--json", action="store_true", help="print one JSON line")
     tournament.set_defaults(run=_bench_tournament)
+
+    cluster = benches.add_parser(
+        "cluster", help="moves on a Redis Cluster against one Redis server in one run, interleaved; key spread, memory"
+    )
+    cluster.add_argument("--clients", type=int, default=8, help="solo-play clients on each side")
+    cluster.add_argument("--seconds", type=float, default=30.0, help="of interleaved moves, both sides together")
+    cluster.add_argument("--slice-seconds", type=float, default=1.0, help="one side's turn")
+    cluster.add_argument("--masters", type=int, default=3)
+    cluster.add_argument("--replicas", type=int, default=0, help="replicas per master (their CPU is reported apart)")
+    cluster.add_argument("--matches", type=int, default=1000, help="live matches made on each side for spread and memory")
+    cluster.add_argument("--seed", type=int, default=1)
+    cluster.add_argument("--json", action="store_true", help="print one JSON line")
+    cluster.set_defaults(run=_bench_cluster)
+
+    idle_worker = benches.add_parser("idle-worker", help="the CPU an idle worker (its clock) and Redis use")
+    idle_worker.add_argument("--workers", type=int, default=1)
+    idle_worker.add_argument("--seconds", type=float, default=10.0)
+    idle_worker.add_argument("--json", action="store_true", help="print one JSON line")
+    idle_worker.set_defaults(run=_bench_idle_worker)
 
     ladder_pass = benches.add_parser(
         "ladder-pass", help="one ladder's pairing pass over many members through Redis: starting tables, and at the cap"

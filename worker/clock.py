@@ -5,6 +5,9 @@
   (``worker.jobs.settle_matches``), and refits asked for a job each
   (``worker.jobs.fit_ratings``); a settlement that a dead worker left unfinished is queued
   again once its claim (``SETTLE_CLAIM_SECONDS``) lapses;
+- every 0.05 s: the house-only matches workers started (tournament tables of house bots) and
+  handed over are taken, each worker's clock as many as it has room for
+  (``HOUSE_MATCHES_PER_WORKER``), and played in its loop: every worker takes a share;
 - every 0.5 s: each tournament that is due or running is advanced (started at its time,
   its next tables created as its matches end), and each that ended gets a job that archives
   it (``worker.jobs.archive_tournament``); challenges past their expiry are written EXPIRED,
@@ -36,7 +39,7 @@ from service.health import Heartbeat
 from service.outage import Outage, unless_stopped
 from service.store.clock import now_ms
 from worker import jobs
-from worker.deadlines import POLL_SECONDS, sweep_once
+from worker.deadlines import POLL_SECONDS, Sweeper
 
 log = logging.getLogger("wizard_arena.clock")
 
@@ -44,6 +47,10 @@ log = logging.getLogger("wizard_arena.clock")
 JOB_QUEUE = "default"
 SETTLE_EVERY = 0.2
 TOURNAMENTS_EVERY = 0.5
+HOUSE_PLAY_EVERY = 0.05
+#: house-only matches one worker's clock plays at once at most: the rest wait for a worker with
+#: room (the moves are the CPU's: more at once in one process only share its core)
+HOUSE_MATCHES_PER_WORKER = 8
 SETTLE_CLAIM_SECONDS = 30
 #: ended matches settled by one job at most
 SETTLE_BATCH = 200
@@ -70,6 +77,34 @@ async def queue_settlements(services: Services, queue: JobQueue) -> int:
         batch = claimed[start:start + SETTLE_BATCH]
         await queue.put(jobs.settle_matches, batch, job_id=f"settle-{batch[0]}-{len(batch)}")
     return len(claimed)
+
+
+class HousePlayer:
+    """This worker's share of the house-only matches handed over (``service.store.house_play``):
+    as many as it has room for, each played to its end as a task of the clock's loop (where
+    the worker that started a match used to play it: now whichever worker has room does)."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.playing: set[asyncio.Task[None]] = set()
+
+    async def take_share(self) -> int:
+        house_play = self.services.matches.house_play
+        room = HOUSE_MATCHES_PER_WORKER - len(self.playing)
+        if house_play is None or room <= 0:
+            return 0
+        taken = await house_play.take(room)
+        for match_id in taken:
+            task = asyncio.create_task(self.services.matches.play_house_turns(match_id))
+            self.playing.add(task)
+            task.add_done_callback(self.playing.discard)
+        return len(taken)
+
+    async def stop(self) -> None:
+        """Stop playing: a match left unfinished is played by the deadline sweeper of any worker."""
+        for task in self.playing:
+            task.cancel()
+        await asyncio.gather(*self.playing, return_exceptions=True)
 
 
 async def queue_tournament_archives(services: Services, queue: JobQueue) -> int:
@@ -109,19 +144,24 @@ async def pair_ladders(services: Services) -> None:
 
 
 async def run_clock(services: Services, queue: JobQueue, stop: asyncio.Event) -> None:
-    next_settle = next_tournaments = next_ladders = 0.0
+    next_settle = next_tournaments = next_ladders = next_house_play = 0.0
     ladder_pass: asyncio.Task[None] | None = None  # one pass at a time in this worker
     heartbeat = Heartbeat(services.redis)  # /readyz and `worker --check` see the clock go round
+    sweeper = Sweeper(services)
+    house_player = HousePlayer(services)
     outage = Outage("Redis", log)
     while not stop.is_set():
         try:
             await heartbeat.beat()
-            await sweep_once(services)
+            upcoming = await sweeper.sweep()
             now = time.monotonic()
             if now >= next_settle:
                 next_settle = now + SETTLE_EVERY
                 await queue_settlements(services, queue)
                 await queue_fits(services, queue)
+            if now >= next_house_play:
+                next_house_play = now + HOUSE_PLAY_EVERY
+                await house_player.take_share()
             if now >= next_tournaments:
                 next_tournaments = now + TOURNAMENTS_EVERY
                 await advance_tournaments(services)
@@ -130,13 +170,13 @@ async def run_clock(services: Services, queue: JobQueue, stop: asyncio.Event) ->
             if now >= next_ladders and (ladder_pass is None or ladder_pass.done()):
                 next_ladders = now + services.settings.ladder_pair_seconds
                 ladder_pass = asyncio.create_task(pair_ladders(services))
-            upcoming = await services.matches.next_due_ms()
             outage.recovered()
         except Exception as error:  # noqa: BLE001 - keep the clock running, whatever failed (outage.after reports it)
             # Redis away (restarting, say): said once, when it starts, and once when it ends
             await unless_stopped(stop, outage.after(error, lambda: log.exception("clock tick failed; retrying")))
             continue
-        wait = POLL_SECONDS if upcoming is None else min(POLL_SECONDS, max(0.0, (upcoming - now_ms()) / 1000))
+        wait = min(POLL_SECONDS, max(0.0, (upcoming - now_ms()) / 1000))
         await unless_stopped(stop, wait)
+    await house_player.stop()
     if ladder_pass is not None:
         await ladder_pass  # a pass ends by itself, each table stored and started whole

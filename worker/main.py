@@ -14,8 +14,9 @@ import time
 
 from redis import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-from rq import Queue, Worker
+from rq import Queue, Worker, worker_registration
 
 from service.domain.services import Services
 from service.health import host_name
@@ -29,6 +30,8 @@ from worker.webhooks import Dispatcher
 log = logging.getLogger("wizard_arena.worker")
 
 QUEUES = (JOB_QUEUE,)
+#: how often a worker makes sure RQ's Redis still lists it (see keep_registered)
+REGISTRATION_CHECK_SECONDS = 5.0
 
 
 class ClockThread(threading.Thread):
@@ -77,14 +80,44 @@ def run_worker(settings: Settings, burst: bool = False) -> None:
     clock.start()
     clock.ready.wait(10)
     connection = Redis.from_url(jobs_url(settings))
+    registered = threading.Event()  # set: stop keeping the registration
     try:
         worker = _rq_worker(connection)
+        threading.Thread(target=_keep_registered_until, args=(worker, registered), name="rq-registration",
+                         daemon=True).start()
         # No RQ scheduler: no job is queued for later (the clock queues work when it is due) nor
         # retried after an interval, and its process died with a traceback whenever Redis went away.
         worker.work(with_scheduler=False, burst=burst, logging_level="INFO")
     finally:
+        registered.set()
         clock.stop()
         connection.close()
+
+
+def keep_registered(worker: Worker) -> bool:
+    """Register ``worker`` with RQ again if RQ's Redis has forgotten it; whether it had.
+
+    RQ registers a worker once, as it starts. The queue's Redis keeps nothing the service
+    needs (``ARENA_QUEUE_URL``: it may restart empty), but after such a restart the worker
+    would run jobs unlisted, and ``worker --check`` (which asks RQ for this host's worker)
+    would fail until the worker restarted."""
+    if worker.birth_date is None or worker.connection.sismember(worker.redis_workers_keys, worker.key):
+        return False
+    with worker.connection.pipeline() as pipe:
+        pipe.hset(worker.key, mapping=worker.serialize())
+        worker_registration.register(worker, pipe)
+        pipe.expire(worker.key, worker.worker_ttl + 60)
+        pipe.execute()
+    log.warning("RQ's Redis had forgotten this worker (restarted empty?): registered it again")
+    return True
+
+
+def _keep_registered_until(worker: Worker, stop: threading.Event) -> None:
+    while not stop.wait(REGISTRATION_CHECK_SECONDS):
+        try:
+            keep_registered(worker)
+        except RedisError:  # the queue's Redis away: RQ's own loop says so; asked again next time
+            pass
 
 
 def _rq_worker(connection: Redis) -> Worker:

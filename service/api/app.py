@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import logging
 import time
@@ -15,6 +16,7 @@ from typing import Any
 import orjson
 from cross_web import HTTPException
 from graphql import GraphQLFormattedError
+from redis.asyncio import Redis as AsyncRedis
 from starlette.applications import Starlette
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
@@ -51,8 +53,9 @@ from service.errors import (
     service_error,
 )
 from service.health import heartbeat_ages
-from service.metrics import OTHER_OPERATION, Metrics
+from service.metrics import OTHER_OPERATION, SCRAPE_REDIS_SECONDS, Metrics
 from service.settings import Settings
+from service.store.redis_client import QueueUrlMissing, queue_url, serving
 
 log = logging.getLogger("wizard_arena.app")
 
@@ -541,7 +544,7 @@ async def database_state(services: Services) -> str:
 
 async def redis_state(services: Services) -> str:
     """Redis as the health answers say it: "ok" or "unavailable: <why>" (2 s at most)."""
-    return await _state_of(services.redis.ping)
+    return await _state_of(functools.partial(serving, services.redis))
 
 
 async def _state_of(ping: Callable[[], Awaitable[object]]) -> str:
@@ -553,6 +556,18 @@ async def _state_of(ping: Callable[[], Awaitable[object]]) -> str:
     return "ok"
 
 
+def job_queue_client(settings: Settings) -> AsyncRedis | None:
+    """A client of RQ's Redis, for the metrics' queue length (None, and said once, when a
+    cluster's ``ARENA_QUEUE_URL`` is not set: the API itself queues nothing)."""
+    assert settings.redis_url
+    try:
+        url = queue_url(settings.redis_url, settings.queue_url)
+    except QueueUrlMissing as error:
+        log.warning("the metrics will not show the job queue's length: %s", error)
+        return None
+    return AsyncRedis.from_url(url, socket_timeout=SCRAPE_REDIS_SECONDS, socket_connect_timeout=SCRAPE_REDIS_SECONDS)
+
+
 def create_app(settings: Settings | None = None) -> Starlette:
     settings = settings or Settings()
 
@@ -560,6 +575,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         services = Services.open(settings, metrics)
         app.state.services = services
+        app.state.queue = job_queue_client(settings)
         # Everything imported so far lives as long as the process: keep it out of the
         # collector's way, so that collections during requests stay short.
         gc.collect()
@@ -572,6 +588,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
         try:
             yield
         finally:
+            if app.state.queue is not None:
+                await app.state.queue.aclose()
             await services.close()
 
     def services_of(request: Request) -> Services:
@@ -610,7 +628,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         return JSONResponse(answer, 200 if answer["status"] == "ready" else 503)
 
     async def metrics_endpoint(request: Request) -> Response:
-        await metrics.read_service(services_of(request).redis, settings.clock_stale_seconds)
+        await metrics.read_service(services_of(request).redis, settings.clock_stale_seconds, request.app.state.queue)
         return PlainTextResponse(metrics.render(), media_type=Metrics.content_type)
 
     graphql = ArenaGraphQL(services_of, settings)

@@ -44,6 +44,7 @@ from service.settings import Settings
 from service.store.bots import BotStore
 from service.store.challenges import ChallengeStore, TooManyWaiting
 from service.store.clock import now_ms
+from service.store.keys import new_challenge_id
 from wizard import MatchConfig
 
 log = logging.getLogger("wizard_arena.challenges")
@@ -54,8 +55,10 @@ MAX_LISTED = 100
 MAX_NAMED = 20
 #: the longest reason a bot may give for declining
 MAX_REASON = 200
-#: how long after the last accept the workers' clock makes the match itself, should the
-#: process that took that accept not have made it (it died in between)
+#: how long the workers' clock leaves a change to the process making it before it completes
+#: the change itself, should that process have died in between: the match of an ACCEPTED
+#: challenge, or what a challenge made or changed writes outside its slot (its bots' lists, the
+#: open challenges, the telling)
 START_GRACE_MS = 5_000
 #: how long after the clock failed to bring a challenge up to date it tries again
 SWEEP_RETRY_MS = 30_000
@@ -126,14 +129,15 @@ class ChallengeService:
         await self.matches.refuse_if_seated_too_often(caller.bot_id)
         created = now_ms()
         challenge = Challenge(
-            secrets.token_hex(8), caller.bot_id, caller.name,
+            new_challenge_id(caller.bot_id), caller.bot_id, caller.name,
             ChallengeTerms(config.ruleset.value, config.players, tuple(sorted(v.value for v in config.variants)),
                            timeout, spec.rated),
             tuple(Reply(b, found[b]["name"]) for b in named), bool(named), ChallengeStatus.OPEN, created,
             created + s.challenge_ttl_seconds * 1000, version=1,
         )
         try:
-            await self.store.create(challenge, secrets.token_urlsafe(24), s.waiting_matches_per_bot, tell=named)
+            await self.store.create(challenge, secrets.token_urlsafe(24), s.waiting_matches_per_bot, tell=named,
+                                    repair_at_ms=created + START_GRACE_MS)
         except TooManyWaiting as full:
             raise LimitExceeded(
                 f"you already have {s.waiting_matches_per_bot} matches whose seats are not all taken and challenges "
@@ -273,13 +277,16 @@ class ChallengeService:
 
     async def _commit(self, read: Challenge, after: Challenge, actor: str | None) -> bool:
         """Store ``after`` if nobody changed ``read`` meanwhile. A change of status is told to
-        every bot it involves but the one that made it; an OPEN challenge stays due at its
-        expiry, an ACCEPTED one until its match is made; a bot answering an open challenge
-        lists it among its own from then on."""
-        due = {ChallengeStatus.OPEN: after.expires_ms, ChallengeStatus.ACCEPTED: now_ms() + START_GRACE_MS}
-        tell = [b for b in after.involves() if b != actor] if after.status is not read.status else []
-        list_for = actor if actor is not None and not read.named and actor != read.challenger_id else None
-        return await self.store.commit(read, after, due.get(after.status), tell, list_for)
+        every bot it involves but the one that made it (the clock tells them, should this
+        process die first); an OPEN challenge stays due at its expiry, an ACCEPTED one until
+        its match is made; a bot answering an open challenge lists it among its own from then
+        on."""
+        now = now_ms()
+        due = {ChallengeStatus.OPEN: after.expires_ms, ChallengeStatus.ACCEPTED: now + START_GRACE_MS}
+        changes = after.status is not read.status
+        tell = [b for b in after.involves() if b != actor] if changes else []
+        repair_at = now + START_GRACE_MS if changes else None
+        return await self.store.commit(read, after, due.get(after.status), tell, repair_at)
 
     async def _start(self, c: Challenge) -> None:
         """Make the match of an ACCEPTED challenge, every seat taken (again: nothing changes),
@@ -316,14 +323,24 @@ class ChallengeService:
         return handled
 
     async def _sweep_one(self, challenge_id: str) -> None:
+        """Besides expiry and the match of an ACCEPTED challenge, the clock completes what a
+        process that died left undone (``service.store.challenges``): a challenge due before
+        its time was made or changed by it, and is published as it stands, its bots told again
+        (telling twice changes nothing: a turn stream tells each status once)."""
         read = await self.store.load(challenge_id)
-        if read is None:
+        now = now_ms()
+        if read is None:  # gone, or its making refused or cut short before it was stored
             await self.store.not_due(challenge_id)
         elif read.status is ChallengeStatus.ACCEPTED:
+            await self.store.publish(read, read.involves())
             await self._start(read)
         elif read.status is ChallengeStatus.OPEN:
-            seen = read.seen(now_ms())
+            seen = read.seen(now)
             if seen.status is ChallengeStatus.EXPIRED:  # (a race lost: the next round sees it again)
                 await self._commit(read, seen, None)
+            else:
+                await self.store.publish(read, [r.bot_id for r in read.replies if _awaits_answer(read, r.bot_id)])
+                await self.store.due_at(read.id, read.expires_ms)
         else:
-            await self.store.not_due(challenge_id)
+            await self.store.publish(read, read.involves())
+            await self.store.not_due(read.id)

@@ -45,7 +45,7 @@ from service.model.homes import homed_match_id
 from service.model.live_match import LiveMatch, MatchSettings, MatchStatus, SeatHolder
 from service.settings import Settings
 from service.store.clock import now_ms
-from service.store.ladders import LadderStore, Pause
+from service.store.ladders import LadderStore, LockLost, Pause
 from service.store.ratings import StoredRating
 from wizard import HOUSE_BOTS, ConfigError, MatchConfig, Ruleset
 
@@ -196,10 +196,11 @@ class LadderService:
         ]
         rows = await self.store.members(ladder, first)
         ids = [bot_id for bot_id, _ in rows]
-        facts = await self.store.facts(ruleset, ids)
+        facts = await self.store.facts(ladder, ids)
         bots = [
-            _membership(bot_id, f.name or bot_id, ladder, joined, f.paused, playing.get(bot_id, 0))
-            for (bot_id, joined), f in zip(rows, facts, strict=True)
+            _membership(bot_id, f.name or bot_id, ladder, f.joined_ms, f.paused, playing.get(bot_id, 0))
+            for bot_id, f in zip(ids, facts, strict=True)
+            if f.joined_ms is not None  # (on the ladder's list, not a member: a join or leave died half way)
         ]
         return (houses + bots)[:first]
 
@@ -225,35 +226,48 @@ class LadderService:
         if token is None:
             return 0
         try:
-            return await self._pair(ladder)
+            return await self._pair(ladder, token)
+        except LockLost:
+            log.warning("the pairing pass of %s outlasted its lock (%.0f s); the next pass goes on", ladder, LOCK_SECONDS)
+            return 0
         finally:
             await self.store.unlock(ladder, token)
 
-    async def _pair(self, ladder: str) -> int:
+    async def _pair(self, ladder: str, token: str) -> int:
         ruleset, players_text = ladder.split(":")
         players = int(players_text)
+        for table_id, held in (await self.store.pending(ladder)).items():
+            # (a dead pass's: under the lock, no other pass is storing one now)
+            await self.store.release_pending(ladder, table_id, _registered(held))
         tables = await self.store.tables(ladder)
         await self._finish_unstarted(ladder, tables)
         members = [bot_id for bot_id, _ in await self.store.members(ladder, 10**9)]
         if not members:
             return 0
+        facts = await self.store.facts(ladder, members)
         houses = [_house_identity(k) for k in self.house_kinds]
-        facts = await self.store.facts(ruleset, members + houses)
+        standings = dict(zip(members + houses, await self.ratings.standings(ruleset, members + houses), strict=True))
         playing = _playing(tables)
         bots: list[LadderBot] = []
         names: dict[str, str] = {}
-        for identity, f in zip(members + houses, facts, strict=True):
-            kind = house_kind_of(identity) if identity in houses else None
-            if kind is None and (f.name is None or f.retired):
-                await self.store.leave(ladder, identity)  # a retired bot takes part in nothing new
+        for bot_id, f in zip(members, facts, strict=True):
+            if f.playing_here != playing.get(bot_id, 0):
+                # a place at no table in play: one a pass that lost its lock reserved after the
+                # next one cleaned its pending tables up (no other pass stores one now)
+                for table_id in await self.store.places(ladder, bot_id):
+                    if table_id not in tables:
+                        await self.store.release_places(ladder, table_id, [bot_id])
+            if f.name is None or f.retired:
+                await self.store.leave(ladder, bot_id)  # a retired bot takes part in nothing new
                 continue
-            if kind is None and f.paused is not None:
+            if f.joined_ms is None or f.paused is not None:
                 continue
-            rating, deviation = ladder_standing(f.fitted, f.elo)
             # the cap is per bot: a registered bot counts its matches in all ladders
-            bots.append(LadderBot(identity, rating, deviation, playing.get(identity, 0) if kind else f.playing,
-                                  kind is not None))
-            names[identity] = f"House {kind.title()}" if kind is not None else f.name or identity
+            bots.append(LadderBot(bot_id, *ladder_standing(*standings[bot_id]), f.playing, False))
+            names[bot_id] = f.name
+        for kind, identity in zip(self.house_kinds, houses, strict=True):
+            bots.append(LadderBot(identity, *ladder_standing(*standings[identity]), playing.get(identity, 0), True))
+            names[identity] = f"House {kind.title()}"
         if not any(not b.house for b in bots):
             return 0
         # only the meetings of the bots free to play, with each other (all a pairing reads): a
@@ -276,8 +290,8 @@ class LadderService:
                 "duplicate": table.duplicate and self.settings.ladder_duplicate_sets,
                 "created": now_ms(),
             }
-            if await self.store.store_table(ladder, table_id, stored, _turns(stored), table.bots, _registered(stored),
-                                            self.settings.ladder_max_matches):
+            if await self.store.store_table(ladder, token, table_id, stored, _turns(stored), table.bots,
+                                            _registered(stored), self.settings.ladder_max_matches):
                 await self._start(ladder, table_id, stored, 0)
                 await self.store.started(ladder, table_id)
                 started += 1
@@ -295,7 +309,7 @@ class LadderService:
                 # (a pass that died after creating the first match, not before: the table is
                 # in play, and its settlement ends it; dropping it would free its bots' cap
                 # under a match still played, and leave a duplicate set sealed and unfinished)
-                await self.store.drop_table(ladder, table_id, _turns(table), _registered(table))
+                await self.store.drop_table(ladder, table_id, _registered(table))
                 tables.pop(table_id)
             await self.store.started(ladder, table_id)
 
@@ -342,7 +356,7 @@ class LadderService:
         reason = (f"it let moves time out in {limit} ladder table{'s' if limit > 1 else ''} in a row; it is paired "
                   "again once it answers: wait for a turn (awaitTurn, nextTurn, myTurns, GET /api/turns) or call "
                   "joinLadder")
-        if await self.store.end_table(ladder, table_id, turns, timed_out, limit, reason):
+        if await self.store.end_table(ladder, table_id, timed_out, limit, reason):
             await self.ratings.request_fit(ruleset)
 
 

@@ -2,9 +2,10 @@
 (``service.store.archive``) in one list, paged by opaque cursors; a bot's statistics.
 
 A page is a merge of two sources, each in the same order, (created ms, id) descending:
-- the live ones: ``matches:live`` (``tournaments:listed``), a sorted set by creation time that
-  a match joins when it is created and leaves when settlement has archived it; they are read
-  in batches from Redis and filtered here;
+- the live ones: each home's ``live`` set (``service.store.keys``; ``tournaments:listed``), a
+  sorted set by creation time that a match joins when it is created and leaves when
+  settlement has archived it; the homes' sets are read in pipelined batches from Redis,
+  merged, and filtered here;
 - the archived ones: one SQL query with the filter, after the cursor, ``first + 1`` rows.
 
 A match may be in both for a moment (archived, not yet off the live set): the two are one
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -24,10 +26,11 @@ from typing import Any, Generic, TypeVar
 from redis.asyncio import Redis
 
 from service.errors import BadInput
+from service.model.homes import ALL_HOMES
 from service.model.live_match import LiveMatch, MatchStatus
 from service.model.tournament import Tournament, TournamentStatus
 from service.store.archive import Archive
-from service.store.keys import LISTED_TOURNAMENTS, LIVE_MATCHES
+from service.store.keys import LISTED_TOURNAMENTS, home_key, match_home_key
 from service.store.matches import MatchStore
 from service.store.tournaments import TournamentStore
 from wizard import Ruleset
@@ -170,9 +173,12 @@ class Listings:
             return kept
 
         stale: list[str] = []
-        live = await self._live(LIVE_MATCHES, before, want, keep)
-        if stale:  # not while paging through the set: its offsets would shift
-            await self.redis.zrem(LIVE_MATCHES, *stale)
+        live = await self._live([home_key(home, "live") for home in ALL_HOMES], before, want, keep)
+        if stale:  # not while paging through the sets: their offsets would shift
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for match_id in stale:
+                    pipe.zrem(match_home_key(match_id, "live"), match_id)
+                await pipe.execute()
         archived: list[Key] = []
         if self.archive is not None and not where.archived_only_live:
             archived = await self.archive.list_matches(
@@ -203,7 +209,7 @@ class Listings:
             return out
 
         stale: list[str] = []
-        live = await self._live(LISTED_TOURNAMENTS, before, want, keep)
+        live = await self._live([LISTED_TOURNAMENTS], before, want, keep)
         if stale:
             await self.redis.zrem(LISTED_TOURNAMENTS, *stale)
         archived: list[Key] = []
@@ -240,23 +246,62 @@ class Listings:
 
     # ------------------------------------------------------------------ the live half
     async def _live(
-        self, key: str, before: Key | None, want: int, keep: Callable[[list[Key]], Awaitable[list[tuple[Key, T]]]]
+        self, keys: Sequence[str], before: Key | None, want: int,
+        keep: Callable[[list[Key]], Awaitable[list[tuple[Key, T]]]],
     ) -> list[tuple[Key, T]]:
-        """Up to ``want`` entries of a live sorted set after ``before`` that ``keep`` keeps,
-        newest first (equal scores: Redis orders members byte by byte, as the cursor does)."""
-        out: list[tuple[Key, T]] = []
+        """Up to ``want`` entries of live sorted sets (one, or every home's) after ``before``
+        that ``keep`` keeps, newest first (equal scores: Redis orders members byte by byte, as
+        the cursor does): the sets merged, each read in pipelined rounds of growing batches."""
+        sets = [_LiveSet(key, min(BATCH, max(_FIRST_BATCH, 2 * want // len(keys)))) for key in keys]
         top: Any = "+inf" if before is None else before[0]
-        offset = 0
+        out: list[tuple[Key, T]] = []
         while len(out) < want:
-            rows = await self.redis.zrevrangebyscore(key, top, "-inf", start=offset, num=BATCH, withscores=True)
-            offset += len(rows)
-            keys = [(int(score), member.decode()) for member, score in rows]
-            keys = [k for k in keys if before is None or k < before]
-            if keys:
-                out += await keep(keys)
-            if len(rows) < BATCH:
+            hungry = [live for live in sets if not live.rows and not live.exhausted]
+            if hungry:
+                async with self.redis.pipeline(transaction=False) as pipe:
+                    for live in hungry:
+                        pipe.zrevrangebyscore(live.key, top, "-inf", start=live.offset, num=live.batch, withscores=True)
+                    for live, rows in zip(hungry, await pipe.execute(), strict=True):
+                        live.took(rows, before)
+            # the newest entries of all the sets, while each set that may hold more has some
+            # in hand (an empty one is read again first: it may hold the next newest)
+            merged: list[Key] = []
+            while len(merged) < BATCH:
+                unread = [live for live in sets if live.rows or not live.exhausted]
+                if not unread or any(not live.rows for live in unread):
+                    break
+                merged.append(max(unread, key=lambda live: live.rows[0]).rows.popleft())
+            if merged:
+                out += await keep(merged)
+            elif all(live.exhausted and not live.rows for live in sets):
                 break
         return out[:want]
+
+
+#: how many entries of each live set the first read takes at least (a listing over every
+#: home's set reads a few of each at first, then more of those it goes deeper into)
+_FIRST_BATCH = 4
+
+
+class _LiveSet:
+    """One live sorted set being read newest first: the entries read and not yet merged."""
+
+    __slots__ = ("batch", "exhausted", "key", "offset", "rows")
+
+    def __init__(self, key: str, batch: int) -> None:
+        self.key = key
+        self.batch = batch
+        self.offset = 0
+        self.rows: deque[Key] = deque()
+        self.exhausted = False
+
+    def took(self, rows: list[tuple[bytes, float]], before: Key | None) -> None:
+        """The set's next entries as read (those after ``before`` kept); the next read is larger."""
+        self.offset += len(rows)
+        self.exhausted = len(rows) < self.batch
+        self.batch = min(BATCH, self.batch * 2)
+        keys = ((int(score), member.decode()) for member, score in rows)
+        self.rows.extend(k for k in keys if before is None or k < before)
 
 
 def _merge(live: list[Key], archived: list[Key], want: int) -> list[Key]:

@@ -15,7 +15,7 @@ import os
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -35,6 +35,7 @@ from service.settings import Settings
 from service.store.bots import BotStore
 from service.store.clock import now_ms
 from service.store.feed import RESYNC, EventFeed, Watch
+from service.store.house_play import HousePlayQueue
 from service.store.keys import bot_channel, match_channel
 from service.store.matches import MatchEvent, MatchStore, Notice, Seated, Stored, WaitingFull, after_event
 from wizard import HOUSE_BOTS, MatchConfig, MatchView, Move, WizardError, fallback_move, new_match
@@ -220,6 +221,9 @@ class MatchService:
         self._closed = False
         #: told the bot's id as it starts waiting for a turn (the ladders lift a pause: it answers again)
         self.on_waiting: Callable[[str], Awaitable[None]] | None = None
+        #: where the workers hand a house-only match they start, for any worker's job to play
+        #: (None: this process plays it, as the API does; see _hand_off_house_match)
+        self.house_play: HousePlayQueue | None = None
 
     # ------------------------------------------------------------------ reading
     async def get(self, match_id: str) -> LiveMatch:
@@ -324,20 +328,39 @@ class MatchService:
         now = now_ms()
         events = [match.join(seat, holder, now) for seat, holder in enumerate(holders)]
         match.sealed = sealed
-        if not await self.matches.create(match, events, sealed):
+        if not await self.matches.create(match, events, sealed):  # (its bots' start calls queued with it)
             return None
-        # (apart from the creation: a process gone in between leaves these seats to their deadlines)
-        await self.matches.announce(match)
         self._start_house_turns(match)
         return match
 
     async def refuse_if_seated_too_often(self, bot_id: str) -> None:
         """LIMIT_EXCEEDED for a bot that sits in as many unfinished matches as it may
-        (``open_matches_per_bot``): joining a match, or accepting a challenge."""
-        if await self.bots.count_open_matches(bot_id) >= self.settings.open_matches_per_bot:
+        (``open_matches_per_bot``): joining a match, or accepting a challenge. At the limit,
+        its open matches are checked first: an entry a step that was to drop it did not
+        (:meth:`MatchStore.commit`) counts no more."""
+        limit = self.settings.open_matches_per_bot
+        if await self.bots.count_open_matches(bot_id) >= limit and len(await self.open_matches(bot_id)) >= limit:
             raise LimitExceeded(
                 f"you already sit in {self.settings.open_matches_per_bot} unfinished matches: finish some first"
             )
+
+    async def open_matches(self, bot_id: str) -> list[str]:
+        """The bot's open matches, each checked: those it is noted in that ended, or that it
+        holds no seat in and can no longer join (its entry left by a step that did not finish,
+        see :meth:`MatchStore.commit`), or that are nowhere, are dropped. A WAITING match it
+        holds no seat in is kept: its join may be under way."""
+        noted = await self.bots.open_matches(bot_id)
+        stale = [
+            match_id for match_id, stored in zip(noted, await self.matches.load_many(noted), strict=True)
+            if stored is None or stored.match.ended or (
+                stored.match.seat_of(bot_id) is None and stored.match.status is not MatchStatus.WAITING
+            )
+        ]
+        if not stale:
+            return noted
+        await self.bots.forget_open_matches(bot_id, stale)
+        dropped = set(stale)
+        return [match_id for match_id in noted if match_id not in dropped]
 
     async def join(self, caller: Caller, match_id: str, seat: int | None) -> LiveMatch:
         """Seat the caller. Idempotent: a bot already seated gets the match as it is (a join
@@ -547,13 +570,25 @@ class MatchService:
         """Let the house bots that must act now move, in the background (promptly: the deadline
         sweeper only catches up if this process goes away)."""
         if not match.ended and self._house_to_act(match) and not self._closed:
-            task = asyncio.create_task(self.play_house_turns(match.id))
+            play = self.play_house_turns if self.house_play is None or match.bot_ids() else self._hand_off_house_match
+            task = asyncio.create_task(play(match.id))
             self._house_tasks.add(task)
             task.add_done_callback(self._house_tasks.discard)
 
     @staticmethod
     def _house_to_act(match: LiveMatch) -> list[int]:
         return [s for s in match.awaiting() if match.seats[s] is not None and match.seats[s].house]  # type: ignore[union-attr]
+
+    async def _hand_off_house_match(self, match_id: str) -> None:
+        """A house-only match started here (a worker's): handed over, so that whichever worker
+        has room makes its moves (``worker.clock.HousePlayer``), not all in this process.
+        Should the hand-over fail, its seats' deadline has the sweeper play it."""
+        assert self.house_play is not None
+        logs.match_id.set(match_id)
+        try:
+            await self.house_play.request(match_id)
+        except Exception:  # a background task: log, the deadline sweeper will catch up
+            log.exception("handing over the house bots of match %s", match_id)
 
     async def play_house_turns(self, match_id: str) -> None:
         """Make every house bot's move that is due, until a registered bot must act."""
@@ -569,13 +604,10 @@ class MatchService:
         logs.match_id.set(match_id)  # the sweeper runs each match as a task of its own
         return await self._act_for_seats(match_id, overdue_only=True)
 
-    async def due(self, limit: int) -> list[str]:
-        """Matches whose deadline (or whose time to be filled) has passed, the earliest first."""
-        return await self.matches.due_deadlines(now_ms(), limit)
-
-    async def next_due_ms(self) -> int | None:
-        """When the next match falls due (None: none is waiting for anything)."""
-        return await self.matches.next_deadline()
+    async def earliest_deadlines(self, homes: Sequence[int | None], count: int) -> list[list[tuple[str, int]]]:
+        """Each home's ``count`` earliest matches in the sweeper's index, with when each falls
+        due (its deadline, or its time to be filled), earliest first."""
+        return await self.matches.earliest_deadlines(homes, count)
 
     async def resync_deadline(self, match_id: str) -> None:
         """Put the deadline index right for one match (after a sweep found nothing due)."""

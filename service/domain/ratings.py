@@ -127,7 +127,7 @@ class RatingService:
         scores = list(match.state.scores)
         unknown = StoredRating(INITIAL_RATING, 0, INITIAL_DEVIATION)
         for _ in range(APPLY_ATTEMPTS):
-            if await self.ratings.is_applied(match.id):
+            if await self.ratings.is_applied(match.id, ruleset):
                 return
             current = {i: r or unknown for i, r in zip(unique, await self.ratings.elo(unique, ruleset), strict=True)}
             before = [current[i].rating for i in identities]
@@ -149,9 +149,14 @@ class RatingService:
                 return
         raise RuntimeError(f"ratings for match {match.id} kept changing; the settlement will be retried")
 
-    async def changes(self, match_ids: Sequence[str]) -> list[list[dict[str, Any]] | None]:
+    async def standings(self, ruleset: str, identities: Sequence[str]) -> list[tuple[StoredRating | None, StoredRating | None]]:
+        """Each identity's (FITTED, Elo) rating under ``ruleset`` (None: none yet), for a
+        ladder's pairing (``service.domain.ladders.ladder_standing``)."""
+        return await self.ratings.standings(ruleset, identities)
+
+    async def changes(self, matches: Sequence[LiveMatch]) -> list[list[dict[str, Any]] | None]:
         """Settled matches' rating changes (bot, name, before, after); None: one moved none."""
-        return await self.ratings.changes(match_ids)
+        return await self.ratings.changes([(m.id, m.ruleset.value) for m in matches])
 
     async def request_fit(self, ruleset: str) -> None:
         """Ask the workers to refit a ruleset's FITTED ratings (after a rated tournament, or on

@@ -9,6 +9,7 @@ it into work (``worker.clock``)."""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -33,14 +34,18 @@ from service.store.archive import Archive
 from service.store.bots import BotStore
 from service.store.challenges import ChallengeStore
 from service.store.feed import EventFeed
+from service.store.house_play import HousePlayQueue
 from service.store.ladders import LadderStore
 from service.store.matches import MatchStore
 from service.store.ratings import RatingStore
-from service.store.redis_client import open_async
+from service.store.redis_client import open_async, serving
 from service.store.script_line import ScriptLine
 from service.store.tournaments import TournamentStore
 from service.store.webhooks import WebhookStore
 
+#: the processes that hand the house-only matches they start to any worker (the workers' clocks
+#: and jobs, which start tournaments' tables); the API plays those it starts itself
+HOUSE_PLAY_ROLES = ("worker", "job")
 #: longest a request waits for a free pooled Redis connection, and a Redis command may take to
 #: answer (no command of the service blocks)
 POOL_WAIT_SECONDS = 10.0
@@ -76,7 +81,9 @@ class Services:
         redis = open_async(settings.redis_url, max_connections=settings.redis_pool_size, timeout=POOL_WAIT_SECONDS,
                            client_name=f"wizard-arena-{role}-{os.getpid()}")
         metrics = metrics or Metrics()
-        scripts = ScriptLine(redis)
+        scripts = ScriptLine(redis, replicas=settings.commit_replicas,
+                             replica_timeout_ms=settings.commit_replica_timeout_ms,
+                             on_replica_shortfall=metrics.replica_shortfalls.inc)
         archive = Archive(settings.database_url) if settings.database_url else None
         bot_store = BotStore(redis, scripts)
         match_store = MatchStore(redis, scripts, archive, settings.archive_grace_seconds, settings.match_events_kept)
@@ -89,8 +96,10 @@ class Services:
         )
         ladders = LadderService(LadderStore(redis), matches, ratings, settings)
         matches.on_waiting = ladders.resume  # a paused ladder bot waiting for a turn answers again
+        if role in HOUSE_PLAY_ROLES:  # the house-only matches a worker starts: any worker's job plays them
+            matches.house_play = HousePlayQueue(redis)
         settlement = Settlement(matches.matches, tournaments, ratings, ladders, archive)
-        probes: dict[str, Callable[[], Awaitable[object]]] = {"Redis": redis.ping}
+        probes: dict[str, Callable[[], Awaitable[object]]] = {"Redis": functools.partial(serving, redis)}
         if archive is not None:
             probes["the archive"] = archive.ping
         return cls(settings, redis, scripts, BotService(bot_store, settings, feed), matches, metrics, tournaments,

@@ -4,13 +4,14 @@ next step (``service.domain.tournaments``), for a ladder's, its table's next ste
 (``service.domain.ladders``).
 
 A match is settled by the workers, never by the request that ended it: the commit that ends
-a match puts it in the settlement queue (``matches:unsettled``) in the same script, the
+a match puts it in its home's settlement queue (``{<home>}:unsettled``) in the same script, the
 workers' clock claims it and runs a job (``worker.jobs.settle_match``) that calls
 :meth:`Settlement.settle`; a job that a dead worker left unfinished is claimed again.
 
 Its steps, each of which may run again: the ratings (applied once, marked in the same
-script), the tournament's next step, the archive (an upsert by match id, with the rating
-changes read back), and last the match's leaving the queue with its keys set to expire. A
+script), the tournament's next step, the match's leaving its bots' open matches, the archive
+(an upsert by match id, with the rating changes read back), and last the match's leaving the
+queue with its keys set to expire. A
 worker killed between any two steps leaves the match queued, and the next run does what is
 left and repeats what is done without doubling it.
 
@@ -34,6 +35,9 @@ from service.store.archive import UNAVAILABLE, Archive, ArchiveUnavailable
 from service.store.clock import now_ms
 from service.store.matches import MatchStore
 from service.store.tournaments import tournament_of
+
+#: when a match whose tournament another run held is claimed again
+HELD_RETRY_SECONDS = 1
 
 
 class Settlement:
@@ -62,18 +66,22 @@ class Settlement:
         holds stays queued. ArchiveUnavailable: done but for the archive; all stay queued."""
         settled: list[tuple[str, bool]] = []
         ready = []
+        held: list[str] = []
         for match_id, stored in zip(match_ids, await self.matches.load_many(match_ids), strict=True):
             archived_now = False  # (a match not found, or not ended, is only taken off the queue)
             if stored is not None and stored.match.ended:
                 if not await self._rate_or_advance(stored.match):
+                    held.append(match_id)
                     continue
                 ready.append(stored)
                 archived_now = self.archive is not None
             settled.append((match_id, archived_now))
+        if ready:  # (the commit that ended each did so too, unless its process died right after)
+            await self.matches.drop_open(stored.match for stored in ready)
         if ready and self.archive is not None:
             ids = [stored.match.id for stored in ready]
             ended = await self.matches.ended_ms(ids)
-            changes = await self.ratings.changes(ids)
+            changes = await self.ratings.changes([stored.match for stored in ready])
             records = await self.matches.live_records(ids)  # (not the archive's: not there yet)
             archived = [
                 archived_match(stored.match, stored.event_id, record, changed, ended_ms or now_ms())
@@ -85,6 +93,8 @@ class Settlement:
                 raise ArchiveUnavailable(f"matches {', '.join(ids)}: {_reason(error)}") from error
         if settled:
             await self.matches.settled(settled)
+        if held:  # claimed again soon, not when their claims lapse: the tournament's run is short
+            await self.matches.retry_settling(held, HELD_RETRY_SECONDS)
 
     async def _rate_or_advance(self, match: LiveMatch) -> bool:
         """A match's rating change, or its tournament's next step; False when another run

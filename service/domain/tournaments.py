@@ -7,7 +7,9 @@ table twice (a worker died half way and another retried) changes nothing. Everyt
 idempotent and safe to run again at any time: the workers call :meth:`TournamentService.advance`
 whenever a tournament's match ends, and their clock every half second for tournaments due or
 running. An ended match's rating change is applied by :mod:`service.domain.settlement`, its
-result written only if absent.
+result written only if absent. The clock's look also completes what a process that died half
+way through a creation or an end left undone (the store makes such a tournament due at once:
+:mod:`service.store.tournaments`).
 """
 
 from __future__ import annotations
@@ -338,10 +340,18 @@ class TournamentService:
 
     async def _advance(self, tid: str) -> None:
         t = await self.store.load(tid)
-        if t is None:
-            return
         now = now_ms()
+        if t is None:
+            await self.store.drop_abandoned(tid, now)  # a creation cut short before the tournament was stored
+            return
+        if t.status.over:
+            if await self.store.is_active(tid):  # an end cut short before it left the active ones
+                await self.store.unlist_ended(tid, t.finished_ms or now)
+            return
         if t.status is TournamentStatus.SCHEDULED:
+            # a creation cut short after the tournament was stored is completed (its bots told
+            # only while they can still answer), and it is due at its start again
+            await self.store.make_visible(t, tell=now < t.spec.starts_at_ms)
             if now < t.spec.starts_at_ms:
                 return
             if len(t.entrants) < 2:

@@ -17,6 +17,12 @@ empty Redis and database with the service stopped.
   (settlement is idempotent). So whatever was acknowledged before the backup began (a move,
   a rating, an archived match) is in it.
 
+**Not on a Redis Cluster**: its keys are on several servers, which no one script reads at
+one instant, and masters copied one after another would not agree with each other (a change
+made in steps on two masters could be in the copy of its second step and not of its first).
+Both commands refuse, naming what to use: Redis's own persistence on every node, and the
+archive's ``pg_dump`` (:data:`CLUSTER_BACKUP`).
+
 Without ``REDIS_URL`` / ``DATABASE_URL`` the commands work on the embedded servers of
 ``wizard-arena up``'s data folder: ``backup`` on the running ones, ``restore`` by starting
 them itself (which ``up`` must not be running for: the folder's lock says so)."""
@@ -33,6 +39,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import redis as sync_redis
+
+from service.store.redis_client import is_cluster
 
 REDIS_FILE = "redis.dump"
 ARCHIVE_FILE = "archive.pgdump"
@@ -54,6 +62,22 @@ return out
 
 class BackupError(RuntimeError):
     """A backup or restore that cannot be done; the message says why and what to do."""
+
+
+#: what to do instead, on a Redis Cluster
+CLUSTER_BACKUP = (
+    "back a cluster up with Redis's own persistence instead: `appendonly yes` (or RDB snapshots) on every node, and "
+    "a copy of each master's data taken with writes paused on all masters at once (`CLIENT PAUSE <ms> WRITE` on "
+    "each, then `redis-cli -h HOST -p PORT --rdb FILE` per master), so that the copies agree; restore by starting "
+    "each master from its own file (with its nodes.conf). The archive: `pg_dump --format=custom` / `pg_restore` on "
+    "DATABASE_URL. RQ's queue (ARENA_QUEUE_URL) needs no copy: the workers derive their work from the cluster"
+)
+
+
+def _refuse_a_cluster(url: str, command: str) -> None:
+    if is_cluster(url):
+        raise BackupError(f"REDIS_URL ({url}) is a Redis Cluster, and `wizard-arena {command}` works on one Redis "
+                          f"server only (its copy is one snapshot, read by one script); {CLUSTER_BACKUP}")
 
 
 def _libpq_url(url: str) -> str:
@@ -95,6 +119,7 @@ def _read_records(path: Path) -> Iterator[tuple[bytes, int, bytes]]:
 
 def backup_redis(url: str, path: Path) -> int:
     """Redis's whole data set, at one instant, into ``path``; the number of keys."""
+    _refuse_a_cluster(url, "backup")
     client = sync_redis.Redis.from_url(url, socket_timeout=600)
     try:
         snapshot = client.eval(SNAPSHOT, 0)
@@ -107,6 +132,7 @@ def backup_redis(url: str, path: Path) -> int:
 def restore_redis(url: str, path: Path, replace: bool = False) -> int:
     """The keys of ``path`` into the Redis at ``url``, which must be empty unless ``replace``
     (then everything in it is deleted first); the number of keys."""
+    _refuse_a_cluster(url, "restore")
     client = sync_redis.Redis.from_url(url, socket_timeout=600)
     try:
         present = client.dbsize()
@@ -151,6 +177,7 @@ def restore_archive(url: str, path: Path) -> None:
 # ---------------------------------------------------------------------------- both
 def backup(folder: Path, redis_url: str, database_url: str | None) -> dict[str, Any]:
     """Redis, then the archive, into ``folder`` (made if missing; its files replaced)."""
+    _refuse_a_cluster(redis_url, "backup")
     folder.mkdir(parents=True, exist_ok=True)
     # the manifest goes last: a backup that fails half-way leaves none, which restore refuses
     (folder / MANIFEST).unlink(missing_ok=True)
@@ -173,6 +200,7 @@ def backup(folder: Path, redis_url: str, database_url: str | None) -> dict[str, 
 
 def restore(folder: Path, redis_url: str, database_url: str | None, replace: bool = False) -> dict[str, Any]:
     """``folder``'s backup back into Redis and the archive (stop the API and the workers first)."""
+    _refuse_a_cluster(redis_url, "restore")
     manifest_path = folder / MANIFEST
     if not manifest_path.exists():
         raise BackupError(f"{folder} holds no backup ({MANIFEST} is missing): give the folder `wizard-arena backup` wrote")

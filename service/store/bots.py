@@ -581,10 +581,17 @@ class BotStore:
         await self.redis.hset(bot_key(bot_id), "challenges", policy.value)
 
     async def open_matches(self, bot_id: str) -> list[str]:
+        """The matches noted among the bot's open matches (``service.store.keys``: a match may
+        be noted where the bot holds no seat, or that ended; MatchService.open_matches checks)."""
         return sorted(m.decode() for m in await self.redis.smembers(bot_matches_key(bot_id)))
 
     async def count_open_matches(self, bot_id: str) -> int:
+        """How many matches are noted among the bot's open matches (see :meth:`open_matches`)."""
         return int(await self.redis.scard(bot_matches_key(bot_id)))
+
+    async def forget_open_matches(self, bot_id: str, match_ids: Iterable[str]) -> None:
+        """Drop matches found stale (ended, or not the bot's) from the bot's open matches."""
+        await self.redis.srem(bot_matches_key(bot_id), *match_ids)
 
 
 class RevocationFeed:

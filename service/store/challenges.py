@@ -1,7 +1,15 @@
 """Challenges in Redis: made by one script (which counts them among the challenger's waiting
 matches, the limit ``createMatch`` counts against), and changed by one compare-and-set script
 on the challenge's version, so that of racing answers one applies and the others are decided
-again on what it left (the answer that takes the last seat is the one that sees it free)."""
+again on what it left (the answer that takes the last seat is the one that sees it free).
+
+A challenge's hash lies in its challenger's slot (``service.store.keys.challenge_key``), and
+both scripts touch that slot only: the challenge, the challenger's waiting matches and its own
+list of challenges. What lies elsewhere (the other bots' lists and channels, the open
+challenges, the challenges due) is written after, by commands of its own
+(:meth:`ChallengeStore.publish`), the challenges due last. Before a step that leaves such
+writes to do, the challenge is made due soon: should this process die in between, the
+workers' clock finds it and publishes it as it stands (``service.domain.challenges``)."""
 
 from __future__ import annotations
 
@@ -27,52 +35,35 @@ LISTED_PER_BOT = 100
 KEPT_AFTER_EXPIRY_MS = 7 * 86_400_000
 
 # Make a challenge, unless its challenger has as many waiting matches and open challenges as
-# the limit: {-1, the earliest of them to end}. It is due at its expiry (the clock ends it),
-# counts among the waiting until then, is listed for its challenger and each named bot, and an
-# open one (naming nobody) among the open challenges; the named bots are told.
-# KEYS: challenge, due, the challenger's waiting, open challenges, then each listed bot's list.
-# ARGV: id, data, seed, limit, expires (ms), created (ms), '1' if open, kept (ms), listed per
-# bot, notice, then the channels to tell.
+# the limit: {-1, the earliest of them to end}. It counts among the waiting until its expiry
+# and is listed for its challenger. Waiting entries past their time are dropped first, as
+# MatchStore does before it counts them: by then the match is aborted, the challenge expired.
+# KEYS: challenge, the challenger's waiting, the challenger's list (all in its slot).
+# ARGV: id, data, seed, limit, expires (ms), created (ms), kept (ms), listed per bot.
 CREATE_CHALLENGE = """
-if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[4]) then
-  return {-1, redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')[2]}
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[6])
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then
+  return {-1, redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')[2]}
 end
 redis.call('HSET', KEYS[1], 'version', 1, 'data', ARGV[2], 'seed', ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[8])
+redis.call('PEXPIRE', KEYS[1], ARGV[7])
 redis.call('ZADD', KEYS[2], ARGV[5], ARGV[1])
-redis.call('ZADD', KEYS[3], ARGV[5], ARGV[1])
-if ARGV[7] == '1' then redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1]) end
-for i = 5, #KEYS do
-  redis.call('ZADD', KEYS[i], ARGV[6], ARGV[1])
-  redis.call('ZREMRANGEBYRANK', KEYS[i], 0, -tonumber(ARGV[9]) - 1)
-end
-for i = 11, #ARGV do redis.call('PUBLISH', ARGV[i], ARGV[10]) end
+redis.call('ZADD', KEYS[3], ARGV[6], ARGV[1])
+redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -tonumber(ARGV[8]) - 1)
 return {1, 0}
 """
 
 # Replace the challenge if its version is the one read; one that leaves OPEN leaves the
-# challenger's waiting and the open challenges; its due time moves (or it is no longer due);
-# a bot that answered an open challenge lists it (KEYS[5], when given); the bots are told.
-# Returns the new version, 0 when it changed meanwhile (-1: no such challenge).
-# KEYS: challenge, due, the challenger's waiting, open challenges[, the answering bot's list].
-# ARGV: version read, data, id, '1' if it leaves OPEN, due (ms) or '', notice, when it was made
-# (ms), listed per bot, then the channels.
+# challenger's waiting. Returns the new version, 0 when it changed meanwhile (-1: no such
+# challenge).
+# KEYS: challenge, the challenger's waiting. ARGV: version read, data, id, '1' if it leaves OPEN.
 COMMIT_CHALLENGE = """
 local version = redis.call('HGET', KEYS[1], 'version')
 if not version then return -1 end
 if tonumber(version) ~= tonumber(ARGV[1]) then return 0 end
 version = tonumber(version) + 1
 redis.call('HSET', KEYS[1], 'version', version, 'data', ARGV[2])
-if ARGV[4] == '1' then
-  redis.call('ZREM', KEYS[3], ARGV[3])
-  redis.call('ZREM', KEYS[4], ARGV[3])
-end
-if ARGV[5] == '' then redis.call('ZREM', KEYS[2], ARGV[3]) else redis.call('ZADD', KEYS[2], ARGV[5], ARGV[3]) end
-if #KEYS > 4 then
-  redis.call('ZADD', KEYS[5], ARGV[7], ARGV[3])
-  redis.call('ZREMRANGEBYRANK', KEYS[5], 0, -tonumber(ARGV[8]) - 1)
-end
-for i = 9, #ARGV do redis.call('PUBLISH', ARGV[i], ARGV[6]) end
+if ARGV[4] == '1' then redis.call('ZREM', KEYS[2], ARGV[3]) end
 return version
 """
 
@@ -86,47 +77,78 @@ class TooManyWaiting(Exception):
         self.until_ms = until_ms
 
 
-def _channels(bot_ids: Sequence[str]) -> list[bytes]:
-    return [bot_invited_channel(b) for b in bot_ids]
-
-
 class ChallengeStore:
     def __init__(self, redis: Redis) -> None:
         self.redis = redis
         self._create = redis.register_script(CREATE_CHALLENGE)
         self._commit = redis.register_script(COMMIT_CHALLENGE)
 
-    async def create(self, challenge: Challenge, seed: str, waiting_limit: int, tell: Sequence[str]) -> None:
-        """Store a new challenge (:class:`TooManyWaiting` beyond the challenger's limit), listed
-        for its challenger and named bots, and tell the bots ``tell``."""
-        listed = [challenge.challenger_id, *(r.bot_id for r in challenge.replies)]
-        keys = [challenge_key(challenge.id), CHALLENGES_DUE, bot_waiting_key(challenge.challenger_id), OPEN_CHALLENGES,
-                *(bot_challenges_key(b) for b in listed)]
-        made, earliest = await self._create(keys=keys, args=[
-            challenge.id, orjson.dumps(challenge.to_dict()), seed, waiting_limit, challenge.expires_ms,
-            challenge.created_ms, "" if challenge.named else "1", challenge.expires_ms - challenge.created_ms
-            + KEPT_AFTER_EXPIRY_MS, LISTED_PER_BOT, challenge_notice(challenge.id), *_channels(tell),
-        ])
+    async def create(
+        self, challenge: Challenge, seed: str, waiting_limit: int, tell: Sequence[str], repair_at_ms: int
+    ) -> None:
+        """Store a new challenge (:class:`TooManyWaiting` beyond the challenger's limit), then
+        publish it (due at its expiry) and tell the bots ``tell``; due at ``repair_at_ms``
+        meanwhile, for the clock to publish it should this process die before."""
+        await self.redis.zadd(CHALLENGES_DUE, {challenge.id: repair_at_ms})
+        made, earliest = await self._create(
+            keys=[challenge_key(challenge.id), bot_waiting_key(challenge.challenger_id),
+                  bot_challenges_key(challenge.challenger_id)],
+            args=[challenge.id, orjson.dumps(challenge.to_dict()), seed, waiting_limit, challenge.expires_ms,
+                  challenge.created_ms, challenge.expires_ms - challenge.created_ms + KEPT_AFTER_EXPIRY_MS,
+                  LISTED_PER_BOT],
+        )
         if made == -1:
+            await self.not_due(challenge.id)
             raise TooManyWaiting(int(float(earliest)))
+        await self.publish(challenge, tell)
+        await self.due_at(challenge.id, challenge.expires_ms)
 
     async def commit(
-        self, before: Challenge, after: Challenge, due_ms: int | None, tell: Sequence[str], list_for: str | None = None
+        self, before: Challenge, after: Challenge, due_ms: int | None, tell: Sequence[str], repair_at_ms: int | None
     ) -> bool:
-        """Store ``after`` if the challenge is still at ``before``'s version, list it for the
-        bot ``list_for`` (one that answered an open challenge) and tell the bots ``tell``;
-        False: it changed meanwhile (or is gone), decide again."""
+        """Store ``after`` if the challenge is still at ``before``'s version, then publish it
+        and tell the bots ``tell``; False: it changed meanwhile (or is gone), decide again. A
+        change of status (``repair_at_ms`` given) is due then meanwhile (not later than it
+        was), for the clock to publish it should this process die before, and at ``due_ms``
+        after (None: no longer due); any other change leaves when it is due alone."""
+        if repair_at_ms is not None:
+            await self.due_by(before.id, repair_at_ms)
         leaves_open = before.status is ChallengeStatus.OPEN and after.status is not ChallengeStatus.OPEN
-        keys = [challenge_key(before.id), CHALLENGES_DUE, bot_waiting_key(before.challenger_id), OPEN_CHALLENGES]
-        if list_for is not None:
-            keys.append(bot_challenges_key(list_for))
         version = await self._commit(
-            keys=keys,
-            args=[before.version, orjson.dumps(after.to_dict()), before.id, "1" if leaves_open else "",
-                  "" if due_ms is None else due_ms, challenge_notice(before.id), before.created_ms, LISTED_PER_BOT,
-                  *_channels(tell)],
+            keys=[challenge_key(before.id), bot_waiting_key(before.challenger_id)],
+            args=[before.version, orjson.dumps(after.to_dict()), before.id, "1" if leaves_open else ""],
         )
-        return int(version) > 0
+        if int(version) <= 0:
+            return False
+        await self.publish(after, tell)
+        if repair_at_ms is not None:
+            await self.due_at(before.id, due_ms)
+        return True
+
+    async def publish(self, challenge: Challenge, tell: Sequence[str]) -> None:
+        """What lies outside the challenge's slot, as the challenge stands: listed for every bot
+        it involves, among the open challenges while it is OPEN and names nobody; then the bots
+        ``tell`` told. Idempotent. (When it is due is written after, by :meth:`due_at`: last,
+        so that the clock's early look stands until all of it is written.)"""
+        c = challenge
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for bot_id in c.involves():
+                pipe.zadd(bot_challenges_key(bot_id), {c.id: c.created_ms})
+                pipe.zremrangebyrank(bot_challenges_key(bot_id), 0, -LISTED_PER_BOT - 1)
+            if c.status is ChallengeStatus.OPEN and not c.named:
+                pipe.zadd(OPEN_CHALLENGES, {c.id: c.expires_ms})
+            else:
+                pipe.zrem(OPEN_CHALLENGES, c.id)
+            await pipe.execute()
+        for bot_id in tell:  # (a Cluster's pipelines refuse PUBLISH)
+            await self.redis.publish(bot_invited_channel(bot_id), challenge_notice(c.id))
+
+    async def due_at(self, challenge_id: str, due_ms: int | None) -> None:
+        """The clock looks at the challenge at ``due_ms`` (None: never again)."""
+        if due_ms is None:
+            await self.not_due(challenge_id)
+        else:
+            await self.redis.zadd(CHALLENGES_DUE, {challenge_id: due_ms})
 
     async def load(self, challenge_id: str) -> Challenge | None:
         return (await self.load_many([challenge_id]))[0]
@@ -164,6 +186,10 @@ class ChallengeStore:
     async def due_again(self, challenge_id: str, at_ms: int) -> None:
         """The challenge, if still due, is looked at again at ``at_ms`` (not before)."""
         await self.redis.zadd(CHALLENGES_DUE, {challenge_id: at_ms}, xx=True)
+
+    async def due_by(self, challenge_id: str, at_ms: int) -> None:
+        """The challenge, if still due, is looked at by ``at_ms`` (sooner if it was due sooner)."""
+        await self.redis.zadd(CHALLENGES_DUE, {challenge_id: at_ms}, xx=True, lt=True)
 
     async def not_due(self, challenge_id: str) -> None:
         await self.redis.zrem(CHALLENGES_DUE, challenge_id)

@@ -31,6 +31,7 @@ all the time by one task; a PING every ``ping_interval`` seconds, answered withi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import math
@@ -45,7 +46,7 @@ from redis.asyncio.connection import AbstractConnection
 from service.errors import LimitExceeded
 from service.model.live_match import LiveMatch
 from service.outage import Outage
-from service.store.connections import Backoff, dedicated_connection
+from service.store.connections import Backoff, dedicated_connection, node_name, refresh_nodes
 from service.store.keys import match_channel
 from service.store.matches import MatchEvent, MatchStore, Notice, Seated, after_event, decode_published
 
@@ -181,6 +182,8 @@ class EventFeed:
         self._channels: dict[bytes, _Channel] = {}
         self._watches_by_owner: dict[str, int] = {}
         self._connection: AbstractConnection | None = None
+        #: the node the connection goes to, or went to last (``host:port``): for the tests
+        self.node: str | None = None
         self._runner: asyncio.Task[None] | None = None
         #: channels to (un)subscribe in the next write, gathered over one loop turn
         self._to_subscribe: set[bytes] = set()
@@ -382,28 +385,45 @@ class EventFeed:
     # ------------------------------------------------------------------ the connection
     async def _run(self) -> None:
         """Connect, subscribe to every followed channel, read; again after a loss, with
-        back-off, for as long as any channel is followed."""
+        back-off, for as long as any channel is followed.
+
+        On a Redis Cluster the connection goes to any node (PUBLISH reaches them all). After a
+        loss it goes to another one: the node that failed is avoided while another is known,
+        and the cluster client is asked for the nodes again (its own view changes only when
+        its commands meet errors, so a node killed would otherwise stay on its list)."""
         backoff = Backoff()
         outage = Outage("Redis, for the event feed,", log, Backoff.FIRST, Backoff.MOST)  # said once, when it ends
+        #: the nodes that failed since the feed was last connected (``host:port``)
+        failed: set[str] = set()
         while not self._closed and self._channels:
             connection = None
             try:
-                connection = await self._open()
+                connection = await self._open(failed)
+                failed.clear()
                 backoff.reset()
                 outage.recovered()
                 await self._read(connection)
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # noqa: BLE001 - any failure: say so (an outage once), reconnect
+                if connection is not None:
+                    failed.add(node_name(connection))
                 outage.after(error, functools.partial(log.warning, "the event feed lost Redis (%r); reconnecting", error))
             finally:
                 self._lost(connection)
             if self._closed:
                 return
             await backoff.wait()
+            if failed:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.timeout):
+                        await refresh_nodes(self._redis, next(iter(failed)))
 
-    async def _open(self) -> AbstractConnection:
-        connection = dedicated_connection(self._redis)  # the watchdog's PINGs prove it alive
+    async def _open(self, failed: set[str]) -> AbstractConnection:
+        """A connection, subscribed to every followed channel; its node (``host:port``) is
+        added to ``failed`` if the feed loses it, here or later while reading."""
+        connection = dedicated_connection(self._redis, avoid=failed)  # the watchdog's PINGs prove it alive
+        self.node = node_name(connection)
         try:
             async with asyncio.timeout(self.timeout):
                 await connection.connect()
@@ -414,6 +434,7 @@ class EventFeed:
                     channel.leaving = False
                 await self._flush()
         except BaseException:
+            failed.add(self.node)
             self._connection = None
             await connection.disconnect(nowait=True)
             raise

@@ -1,72 +1,88 @@
 """Matches in Redis: created, read, changed by one compare-and-set script per event (which
-also publishes the event, moves the deadline, keeps the bots' lists and queues ended matches
-for settlement), and the published events as the feed reads them."""
+also publishes the event, moves the deadline, queues ended matches for settlement and the
+webhook calls due), and the published events as the feed reads them.
+
+Every script here touches one Cluster slot: a match's keys and its home's (its deadline, its
+place in the settlement queue and the live listing, its webhook calls: ``service.store.keys``).
+What a change means for its bots (their open matches, their creator's waiting matches) is in
+their slots, written by steps of their own around the match's script (:meth:`MatchStore.create`,
+:meth:`MatchStore.commit`). The sweepers' and settlement's reads go over every home."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import orjson
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from service.model.homes import ALL_HOMES, home_of_match
 from service.model.live_match import LiveMatch, MatchStatus
 from service.store.archive import Archive
+from service.store.clock import now_ms
 from service.store.keys import (
-    DEADLINES,
-    LIVE_MATCHES,
-    UNSETTLED,
-    WEBHOOK_CALLS,
+    bot_channel,
     bot_key,
     bot_matches_key,
     bot_waiting_key,
     events_key,
+    home_key,
+    match_home_key,
     match_key,
-    settle_claim_key,
 )
-from service.store.queues import CLAIM_QUEUED
 from service.store.script_line import ScriptLine
 from wizard.record import state_to_bytes
 
-# Queue the webhook calls due: for each of ``hooks`` bots (KEYS[{first_key} + i - 1], its
-# hash), when it has a webhook, its call (ARGV[{first_arg} + i - 1]: 'match|version|seat|kind|bot')
-# goes on the dispatchers' stream (KEYS[{first_key} - 1]), which keeps about its last 100000.
+log = logging.getLogger("wizard_arena.matches")
+
+# Queue the webhook calls due (a Lua function the scripts below share): ARGV[at] calls, each
+# 'match|version|seat|kind|bot' in the ARGV after it, go on the home's dispatchers' stream
+# (KEYS[5], which keeps about its last 100000), those of bots that have a webhook: the match
+# hash's ``hooked`` (|bot|bot|, kept as bots join and set or remove their webhooks), or for a
+# match made before homes (one Redis server) whose commit passes each call's bot hash after
+# KEYS[5], that hash's webhook field.
 QUEUE_WEBHOOK_CALLS = """
-for i = 1, hooks do
-  if redis.call('HEXISTS', KEYS[{first_key} + i - 1], 'webhook') == 1 then
-    redis.call('XADD', KEYS[{first_key} - 1], 'MAXLEN', '~', 100000, '*', 'c', ARGV[{first_arg} + i - 1])
+local function queue_calls(at)
+  local count = tonumber(ARGV[at])
+  if count == 0 then return end
+  local hooked = redis.call('HGET', KEYS[1], 'hooked') or ''
+  for i = 1, count do
+    local call = ARGV[at + i]
+    local on
+    if #KEYS > 5 then
+      on = redis.call('HEXISTS', KEYS[5 + i], 'webhook') == 1
+    else
+      on = string.find(hooked, '|' .. string.match(call, '[^|]*$') .. '|', 1, true)
+    end
+    if on then redis.call('XADD', KEYS[5], 'MAXLEN', '~', 100000, '*', 'c', call) end
   end
 end
 """
 
-# Queue the webhook calls of a match created with every seat taken (a tournament's).
-# KEYS: the dispatchers' stream, then the bots' hashes. ARGV: the calls.
-ANNOUNCE = "local hooks = #ARGV\n" + QUEUE_WEBHOOK_CALLS.format(first_key="2", first_arg="1")
-
 # Commit one event: compare the version (and the id of the latest event, so that a snapshot
 # guessed from before a Redis failover cannot pass for the current one), append the event,
 # store the new snapshot, publish the event to the processes that follow the match (see
-# service.feed), move the deadline, keep the bots' lists of open matches (and tell a bot
-# that joined), and put a match that ends into the settlement queue (ratings, tournaments):
-# all at once, so none of it can be missed; the stream keeps about its last ARGV[12] events
-# (0: all of them). The bots that must now be called at their webhooks (a turn, a start, an
-# end: ARGV[14..], see QUEUE_WEBHOOK_CALLS) are queued for the workers' dispatcher, those whose
-# bot hash holds a webhook; the queue and their hashes are the last ARGV[13] + 1 KEYS
-# (none when ARGV[13] is '0'). Returns {1, version, event id} on success,
-# {0, current} when the match moved on, {-1, 0} when there is no such match.
-# KEYS: match, events, deadlines, unsettled, then per bot: its open matches, then (when the
-# match stops WAITING) its creator's waiting matches.
+# service.feed), move the deadline, put a match that ends into the settlement queue (ratings,
+# tournaments), note a joining bot that has a webhook among the match's ``hooked`` and tell
+# the bot it is seated, and queue the webhook calls due (a turn, a start, an end: see
+# QUEUE_WEBHOOK_CALLS): all at once, in the match's slot, so none of it can be missed. The
+# bots' own lists (their open and waiting matches: other slots) are kept by MatchStore.commit
+# around this. The stream keeps about its last ARGV[10] events (0: all of them). Returns
+# {1, version, event id} on success, {0, current} when the match moved on, {-1, 0} when there
+# is no such match.
+# KEYS: match, events, and its home's deadlines, unsettled, webhook calls (then, for a match
+# made before homes, the bot hash of each call).
 # ARGV: expected version, match id, state, live, event, when the sweeper is due or '', record
-# or '', '1' if the match ends, expected event id or '', 'join' | 'end' | '', '1' if the
-# match stops WAITING else '0', how many events the stream keeps (about; 0: all), how many
-# webhook calls may be due, then each of them.
+# or '', '1' if the match ends, expected event id or '', how many events the stream keeps
+# (about; 0: all), the joining bot when it has a webhook or '', the channel of the joining bot
+# or '', how many webhook calls may be due, then each of them.
 # Channels are named after the keys: {m:<id>}:wake for a match, {b:<id>}:wake for a bot.
-COMMIT_EVENT = """
-local hooks = tonumber(ARGV[13])
-local last = #KEYS
-if hooks > 0 then last = #KEYS - hooks - 1 end
+COMMIT_EVENT = QUEUE_WEBHOOK_CALLS + """
 local current = redis.call('HGET', KEYS[1], 'version')
 if not current then return {-1, 0} end
 current = tonumber(current)
@@ -74,10 +90,10 @@ if current ~= tonumber(ARGV[1]) then return {0, current} end
 if ARGV[9] ~= '' and redis.call('HGET', KEYS[1], 'eid') ~= ARGV[9] then return {0, current} end
 local version = current + 1
 local eid
-if ARGV[12] == '0' then
+if ARGV[10] == '0' then
   eid = redis.call('XADD', KEYS[2], '*', 'v', version, 'e', ARGV[5])
 else
-  eid = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[12], '*', 'v', version, 'e', ARGV[5])
+  eid = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[10], '*', 'v', version, 'e', ARGV[5])
 end
 redis.call('HSET', KEYS[1], 'version', version, 'state', ARGV[3], 'live', ARGV[4], 'eid', eid)
 redis.call('PUBLISH', string.sub(KEYS[1], 1, -6) .. 'wake', version .. '|' .. eid .. '|' .. ARGV[5])
@@ -93,61 +109,52 @@ if ARGV[8] == '1' then
   local now = redis.call('TIME')
   redis.call('ZADD', KEYS[4], tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000), ARGV[2])
 end
-if ARGV[10] == 'join' then
-  redis.call('SADD', KEYS[5], ARGV[2])
-  redis.call('PUBLISH', string.sub(KEYS[5], 1, -8) .. 'wake', ARGV[2])
-elseif ARGV[10] == 'end' then
-  for i = 5, last - tonumber(ARGV[11]) do redis.call('SREM', KEYS[i], ARGV[2]) end
+if ARGV[11] ~= '' then
+  local hooked = redis.call('HGET', KEYS[1], 'hooked') or '|'
+  if not string.find(hooked, '|' .. ARGV[11] .. '|', 1, true) then
+    redis.call('HSET', KEYS[1], 'hooked', hooked .. ARGV[11] .. '|')
+  end
 end
-if ARGV[11] == '1' then
-  redis.call('ZREM', KEYS[last], ARGV[2])
+if ARGV[12] ~= '' then
+  redis.call('PUBLISH', ARGV[12], ARGV[2])
 end
-""" + QUEUE_WEBHOOK_CALLS.format(first_key="last + 2", first_arg="14") + """
+queue_calls(13)
 return {1, version, eid}
 """
 
 # Create a match with its first events (a tournament's match is created with every seat
 # taken), unless it exists: deterministic ids make creating a tournament round idempotent.
-# Each seated bot's open matches gain it, and the bot is told on its channel.
-# A match created with free seats counts among its creator's waiting matches until they are
-# taken (or it is aborted): refused, {-1, the earliest of them to be aborted}, when the
-# creator has as many as the limit.
-# The match joins the live matches the listings read (by its creation time), until settlement
-# has archived it.
-# KEYS: match, events, deadlines, live matches, then the open matches of each seated bot, then
-# (for a match with free seats) its creator's waiting matches.
-# ARGV: id, version, settings, state, live, when the sweeper is due or '', sealed or '', the
-# creator's limit of waiting matches or '', when it was created (ms), then the events.
-CREATE_MATCH = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return {0, 0} end
-local bots = #KEYS
-if ARGV[8] ~= '' then
-  bots = bots - 1
-  if redis.call('ZCARD', KEYS[#KEYS]) >= tonumber(ARGV[8]) then
-    return {-1, redis.call('ZRANGE', KEYS[#KEYS], 0, 0, 'WITHSCORES')[2]}
-  end
-  redis.call('ZADD', KEYS[#KEYS], ARGV[6], ARGV[1])
+# The match joins its home's live matches the listings read (by its creation time) until
+# settlement has archived it, and its home's deadlines; its seated bots are told on their
+# channels and their webhook calls (its start) are queued. Its bots' open matches, and its
+# creator's waiting matches for one with free seats (other slots), MatchStore.create notes
+# before this. Returns 1, or 0 when the match exists.
+# KEYS: match, events, and its home's deadlines, live matches, webhook calls.
+# ARGV: id, version, settings, state, live, when the sweeper is due or '', sealed or '', when
+# it was created (ms), hooked (|bot|bot|: its bots that have a webhook), how many events,
+# the events, how many channels to tell, the channels, how many webhook calls, the calls.
+CREATE_MATCH = QUEUE_WEBHOOK_CALLS + """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local events = tonumber(ARGV[10])
+for i = 1, events do
+  redis.call('XADD', KEYS[2], '0-' .. i, 'v', i, 'e', ARGV[10 + i])
 end
-local count = #ARGV - 9
-for i = 1, count do
-  redis.call('XADD', KEYS[2], '0-' .. i, 'v', i, 'e', ARGV[9 + i])
-end
-redis.call('ZADD', KEYS[4], ARGV[9], ARGV[1])
+redis.call('ZADD', KEYS[4], ARGV[8], ARGV[1])
 redis.call('HSET', KEYS[1], 'version', ARGV[2], 'settings', ARGV[3], 'state', ARGV[4], 'live', ARGV[5],
-  'eid', '0-' .. count)
+  'eid', '0-' .. events, 'hooked', ARGV[9])
 if ARGV[6] ~= '' then redis.call('ZADD', KEYS[3], ARGV[6], ARGV[1]) end
 if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'sealed', ARGV[7]) end
-for i = 5, bots do
-  redis.call('SADD', KEYS[i], ARGV[1])
-  redis.call('PUBLISH', string.sub(KEYS[i], 1, -8) .. 'wake', ARGV[1])
+local tell = 11 + events
+for i = 1, tonumber(ARGV[tell]) do
+  redis.call('PUBLISH', ARGV[tell + i], ARGV[1])
 end
-return {1, 0}
+queue_calls(tell + 1 + tonumber(ARGV[tell]))
+return 1
 """
 
-
-# Mark (ARGV[2] '1') or unmark ('0') bot ARGV[1] in the match's ``hooked`` field ('|<bot>|<bot>|':
-# the seated bots that have a webhook, whose calls the commit script queues), if the match is
-# there. KEYS: the match. Returns 1 when the match is there, else 0.
+# Note a bot among a match's ``hooked`` (ARGV[2] '1') or take it off ('0'), if the match exists:
+# a bot that set or removed its webhook (service.domain.webhooks). 1: done, 0: no such match.
+# KEYS: the match. ARGV: the bot, '1' | '0'.
 SET_HOOKED = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local hooked = redis.call('HGET', KEYS[1], 'hooked') or '|'
@@ -155,8 +162,57 @@ local mark = '|' .. ARGV[1] .. '|'
 local at = string.find(hooked, mark, 1, true)
 if ARGV[2] == '1' and not at then
   redis.call('HSET', KEYS[1], 'hooked', hooked .. ARGV[1] .. '|')
-elseif ARGV[2] == '0' and at then
+elseif ARGV[2] ~= '1' and at then
   redis.call('HSET', KEYS[1], 'hooked', string.sub(hooked, 1, at) .. string.sub(hooked, at + #mark))
+end
+return 1
+"""
+
+# Reserve a place among a bot's waiting matches (those it created whose seats are not all
+# taken, and its open challenges) for a match about to be created, unless it has as many as
+# the limit: {-1, when the earliest of them is aborted}; {1, 0}: reserved. Entries past their
+# time (ms) are dropped first: by then the match is aborted (or the challenge expired), and a
+# step that was to drop it may have died. KEYS: the bot's waiting matches.
+# ARGV: now (ms), the limit, the match, when it is aborted unless its seats are taken (ms).
+RESERVE_WAITING = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
+  return {-1, redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2]}
+end
+redis.call('ZADD', KEYS[1], ARGV[4], ARGV[3])
+return {1, 0}
+"""
+
+# The oldest ended matches of a home's settlement queue whose claim nobody holds (none, or one
+# that lapsed: its worker died), each now claimed until ARGV[3] ms; the claimed ones answered.
+# KEYS: the home's unsettled queue, its claims. ARGV: how many to look at, now (ms), until (ms).
+CLAIM_UNSETTLED = """
+local claimed = {}
+for _, item in ipairs(redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)) do
+  local held = tonumber(redis.call('HGET', KEYS[2], item))
+  if not held or held <= tonumber(ARGV[2]) then
+    redis.call('HSET', KEYS[2], item, ARGV[3])
+    table.insert(claimed, item)
+  end
+end
+return claimed
+"""
+
+# Ended matches of one home whose settlement is done leave its queue (and their claims); the
+# archived ones leave its live matches and their keys expire after ARGV[1] s (their readers
+# find them in the archive).
+# KEYS: the home's unsettled queue, its claims, its live matches, then each match's hash and
+# events. ARGV: the grace in s, then each match's id and '1' if archived else '0'.
+SETTLED = """
+for i = 1, (#ARGV - 1) / 2 do
+  local match = ARGV[2 * i]
+  if ARGV[2 * i + 1] == '1' then
+    redis.call('ZREM', KEYS[3], match)
+    redis.call('EXPIRE', KEYS[2 + 2 * i], ARGV[1])
+    redis.call('EXPIRE', KEYS[3 + 2 * i], ARGV[1])
+  end
+  redis.call('ZREM', KEYS[1], match)
+  redis.call('HDEL', KEYS[2], match)
 end
 return 1
 """
@@ -166,14 +222,15 @@ def _due(match: LiveMatch) -> str:
     return "" if match.due_ms is None else str(match.due_ms)
 
 
-def _webhook_calls(match: LiveMatch, event: dict[str, Any] | None) -> tuple[list[str], list[str]]:
-    """The KEYS (the dispatchers' stream, then each bot's hash) and ARGV of the webhook calls
-    that may be due after ``event`` (see QUEUE_WEBHOOK_CALLS); none: two empty lists."""
-    due = match.calls_due(event)
-    if not due:
-        return [], []
-    keys = [WEBHOOK_CALLS, *(bot_key(bot) for _, bot, _ in due)]
-    return keys, [f"{match.id}|{match.version}|{seat}|{kind}|{bot}" for seat, bot, kind in due]
+def _webhook_calls(match: LiveMatch, event: dict[str, Any] | None) -> list[str]:
+    """The webhook calls that may be due after ``event`` (None: the match was created with every
+    seat taken), as QUEUE_WEBHOOK_CALLS takes them: ``match|version|seat|kind|bot`` each."""
+    return [f"{match.id}|{match.version}|{seat}|{kind}|{bot}" for seat, bot, kind in match.calls_due(event)]
+
+
+def _hooked(bot_ids: Iterable[str]) -> str:
+    """A match's ``hooked`` field: ``|<bot>|<bot>|`` (``|``: none)."""
+    return "|" + "".join(f"{bot}|" for bot in sorted(bot_ids))
 
 
 class CorruptMatch(RuntimeError):
@@ -293,52 +350,96 @@ class MatchStore:
         self.scripts = scripts
         self._commit = redis.register_script(COMMIT_EVENT)
         self._create = redis.register_script(CREATE_MATCH)
-        self._announce = redis.register_script(ANNOUNCE)
-        self._claim_unsettled = redis.register_script(CLAIM_QUEUED)
         self._set_hooked = redis.register_script(SET_HOOKED)
+        self._reserve = redis.register_script(RESERVE_WAITING)
+        self._claim_unsettled = redis.register_script(CLAIM_UNSETTLED)
+        self._settled = redis.register_script(SETTLED)
 
     async def create(
         self, match: LiveMatch, events: Sequence[dict[str, Any]] = (), sealed: bool = False,
         waiting_limit: int | None = None,
     ) -> bool:
-        """Store a new match with the events that made it (after the implicit ``create``),
-        and note it among its seated bots' open matches; False, and nothing written, when a
+        """Store a new match with the events that made it (after the implicit ``create``), its
+        seated bots told and their start calls queued; False, and nothing written, when a
         match with its id exists. A match still WAITING counts among its creator's waiting
-        matches, of which there may be ``waiting_limit``: :class:`WaitingFull` beyond."""
-        keys = [match_key(match.id), events_key(match.id), DEADLINES, LIVE_MATCHES]
-        keys += [bot_matches_key(bot_id) for bot_id in sorted(match.bot_ids())]
-        waiting = match.status is MatchStatus.WAITING
-        if waiting:
-            keys.append(bot_waiting_key(match.settings.created_by))
-        created, earliest = await self._create(
-            keys=keys,
-            args=[
-                match.id, match.version, match.settings.to_json(), state_to_bytes(match.state), match.live_json(),
-                _due(match), "1" if sealed else "", str(waiting_limit) if waiting and waiting_limit else "",
-                match.settings.created_at_ms, orjson.dumps({"t": "create"}), *(orjson.dumps(e) for e in events),
-            ],
-        )
-        if created == -1:
-            raise WaitingFull(int(float(earliest)))
-        match.event_id = f"0-{len(events) + 1}".encode()
-        return bool(created)
+        matches, of which there may be ``waiting_limit``: :class:`WaitingFull` beyond.
 
-    async def announce(self, match: LiveMatch) -> None:
-        """Queue the webhook calls of a match created with every seat taken (it starts at once)."""
-        keys, calls = _webhook_calls(match, None)
-        if calls:
-            await self._announce(keys=keys, args=calls)
+        In this order, each step in one slot: the creator's waiting matches gain it (a place
+        reserved, which lapses at the match's abort time should the creation never follow);
+        its seated bots' open matches gain it, their webhooks read in the same round trip;
+        the match is created (CREATE_MATCH); the bots' open matches gain it again and their
+        webhooks are read again (a reader that found it noted before it existed may have
+        dropped it; a bot that set its webhook meanwhile found no match to mark)."""
+        bots = sorted(match.bot_ids())
+        waiting = match.status is MatchStatus.WAITING
+        if waiting and waiting_limit:
+            await self._reserve_waiting(match, waiting_limit)
+        hooked = await self.note_open(match.id, bots)
+        calls = _webhook_calls(match, None)
+        keys = [match_key(match.id), events_key(match.id), *self._home_keys(match.id, "deadlines", "live", "webhook-calls")]
+        all_events = [orjson.dumps({"t": "create"}), *(orjson.dumps(e) for e in events)]
+        channels = [bot_channel(bot_id) for bot_id in bots]
+        args = [
+            match.id, match.version, match.settings.to_json(), state_to_bytes(match.state), match.live_json(),
+            _due(match), "1" if sealed else "", match.settings.created_at_ms, _hooked(hooked),
+            len(all_events), *all_events, len(channels), *channels, len(calls), *calls,
+        ]
+        created = bool(await self._create(keys=keys, args=args))
+        match.event_id = f"0-{len(all_events)}".encode()
+        if created and bots:
+            for bot_id in await self.note_open(match.id, bots) - hooked:
+                await self.set_hooked(match.id, bot_id, True)
+        return created
+
+    async def _reserve_waiting(self, match: LiveMatch, limit: int) -> None:
+        """A place among its creator's waiting matches for ``match`` (see RESERVE_WAITING), or
+        :class:`WaitingFull`. When full, entries of matches that no longer wait for seats (a
+        step that was to drop them died) are dropped, and the place asked for again."""
+        key = bot_waiting_key(match.settings.created_by)
+        args = [now_ms(), limit, match.id, match.settings.waiting_until_ms or match.settings.created_at_ms]
+        reserved, earliest = await self._reserve(keys=[key], args=args)
+        if reserved == -1:
+            entries = [m.decode() for m in await self.redis.zrange(key, 0, -1)]
+            heads = await self.heads(entries)  # (a challenge's id reads as no match: kept)
+            done = [m for m, head in zip(entries, heads, strict=True)
+                    if head is not None and head[1]["status"] != MatchStatus.WAITING.value]
+            if done:
+                await self.redis.zrem(key, *done)
+                reserved, earliest = await self._reserve(keys=[key], args=args)
+        if reserved == -1:
+            raise WaitingFull(int(float(earliest)))
+
+    async def note_open(self, match_id: str, bot_ids: Sequence[str]) -> set[str]:
+        """Note the match among each bot's open matches (idempotent); which of the bots have a
+        webhook, read after (each bot's two keys share its slot: one round trip in all)."""
+        if not bot_ids:
+            return set()
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for bot_id in bot_ids:
+                pipe.sadd(bot_matches_key(bot_id), match_id)
+                pipe.hexists(bot_key(bot_id), "webhook")
+            answers = await pipe.execute()
+        return {bot_id for bot_id, hooked in zip(bot_ids, answers[1::2], strict=True) if hooked}
+
+    async def drop_open(self, matches: Iterable[LiveMatch]) -> None:
+        """Ended matches leave their bots' open matches (idempotent; settlement's step)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for match in matches:
+                for bot_id in match.bot_ids():
+                    pipe.srem(bot_matches_key(bot_id), match.id)
+            await pipe.execute()
 
     async def set_hooked(self, match_id: str, bot_id: str, on: bool) -> bool:
-        """Whether the match's commits queue webhook calls for ``bot_id`` (one of its seats'
-        bots): it set (``on``) or removed its webhook. False: no such match in Redis."""
+        """Mark a bot among those of a match that have a webhook (or unmark it), whose calls
+        the match's scripts queue: for a bot that set or removed its webhook, each of its
+        open matches. False: no such match (nothing written)."""
         return bool(await self._set_hooked(keys=[match_key(match_id)], args=[bot_id, "1" if on else "0"]))
 
     async def unseal(self, match_ids: Iterable[str]) -> None:
         """The matches of a duplicate set that has finished show their play: in Redis, and in
-        the archive for those already there."""
+        the archive for those already there (each match on its own: they are in slots apart)."""
         ids = list(match_ids)
-        async with self.redis.pipeline(transaction=True) as pipe:
+        async with self.redis.pipeline(transaction=False) as pipe:
             for match_id in ids:
                 pipe.hdel(match_key(match_id), "sealed")
             await pipe.execute()
@@ -389,45 +490,76 @@ class MatchStore:
     async def commit(self, match: LiveMatch, event: dict[str, Any], record: str | bytes = "") -> bool:
         """Store ``match`` (already changed by ``event``) if nobody changed it meanwhile.
 
-        False means another change won the race: the caller reloads and decides again."""
-        keys = [match_key(match.id), events_key(match.id), DEADLINES, UNSETTLED]
-        mode = ""
-        if event["t"] == "join" and not event["bot"].get("house"):
-            mode = "join"
-            keys.append(bot_matches_key(event["bot"]["id"]))
-        elif match.ended:
-            mode = "end"
-            keys += [bot_matches_key(bot_id) for bot_id in sorted(match.bot_ids())]
-        elif event["t"] == "leave":
-            mode = "end"  # the same as for an ended match: the match leaves the bot's open matches
-            keys.append(bot_matches_key(event["bot"]))
-        leaves_waiting = event["t"] in ("join", "abort") and match.settings.waiting_until_ms is not None and (
-            match.status is not MatchStatus.WAITING
-        )
-        if leaves_waiting:
-            keys.append(bot_waiting_key(match.settings.created_by))
+        False means another change won the race: the caller reloads and decides again.
+
+        The match's own change is one script in its slot (COMMIT_EVENT). Its bots' lists are
+        other slots, kept by steps around it, each idempotent and ordered so that a crash
+        between them leaves at most an entry that readers ignore and settlement drops: a
+        joining bot's open matches gain the match before the script (and again after, in case
+        a bot's leave of it ran in between); after it, an ended match leaves its bots' open
+        matches (and again at its settlement), a left one the leaving bot's, and a match that
+        stops waiting for seats its creator's waiting matches."""
+        home = home_of_match(match.id)
+        keys = [match_key(match.id), events_key(match.id),
+                *(home_key(home, name) for name in ("deadlines", "unsettled", "webhook-calls"))]
+        joining = event["bot"]["id"] if event["t"] == "join" and not event["bot"].get("house") else None
+        hook, tell = "", b""
+        if joining is not None:
+            hook = joining if await self.note_open(match.id, [joining]) else ""
+            tell = bot_channel(joining)
         event_json = orjson.dumps(event)
+        calls = _webhook_calls(match, event)
+        if home is None:  # a match made before homes (one server): its bots' hashes say who has a webhook
+            keys += [bot_key(call.rsplit("|", 1)[1]) for call in calls]
         args = [
             match.version - 1, match.id, state_to_bytes(match.state), match.live_json(), event_json, _due(match), record,
-            "1" if match.ended else "", match.event_id or "", mode, "1" if leaves_waiting else "0", self.events_kept,
+            "1" if match.ended else "", match.event_id or "", self.events_kept, hook, tell, len(calls), *calls,
         ]
-        calls = _webhook_calls(match, event)
-        args.append(len(calls[1]))
-        if calls[1]:
-            keys += calls[0]
-            args += calls[1]
         try:
-            answer = await self.scripts.run(self._commit, keys, args)
+            answer = await self.scripts.run(self._commit, keys, args, replicated=True)
         except (RedisConnectionError, RedisTimeoutError):
             # The connection failed with the commit on it: it may have run, its answer lost.
             # If the match's latest event is this one, at this version, it did.
-            if await self._landed(match, event_json):
-                return True
-            raise
-        if answer[0] != 1:
-            return False
-        match.event_id = answer[2]
+            if not await self._landed(match, event_json):
+                raise
+        else:
+            if answer[0] != 1:
+                return False
+            match.event_id = answer[2]
+        await self._after_commit(match, event, joining)
         return True
+
+    async def _after_commit(self, match: LiveMatch, event: dict[str, Any], joining: str | None) -> None:
+        """The bots' side of a commit (see :meth:`commit`). Each step is repaired should it not
+        happen (settlement drops an ended match from its bots' open matches, a waiting match's
+        entry lapses at its time, readers ignore the rest), so a failure here is only logged:
+        the commit stands."""
+        leaves_waiting = event["t"] in ("join", "abort") and match.settings.waiting_until_ms is not None and (
+            match.status is not MatchStatus.WAITING
+        )
+        if joining is None and not match.ended and event["t"] != "leave" and not leaves_waiting:
+            return  # a move: nothing of its bots' changes (the hot path makes no round trip here)
+        try:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                if joining is not None:
+                    pipe.sadd(bot_matches_key(joining), match.id)
+                if match.ended:
+                    for bot_id in match.bot_ids():
+                        pipe.srem(bot_matches_key(bot_id), match.id)
+                elif event["t"] == "leave":
+                    pipe.srem(bot_matches_key(event["bot"]), match.id)
+                if leaves_waiting:
+                    pipe.zrem(bot_waiting_key(match.settings.created_by), match.id)
+                await pipe.execute()
+            if event["t"] == "leave":
+                # the bot may have joined again meanwhile, its own note of it made before this
+                # drop: then it is noted once more
+                stored = await self.load(match.id)
+                if stored is not None and stored.match.seat_of(event["bot"]) is not None:
+                    await self.note_open(match.id, [event["bot"]])
+        except RedisError:
+            log.warning("match %s: its bots' lists were not all brought up to date after its commit", match.id,
+                        exc_info=True)
 
     async def _landed(self, match: LiveMatch, event_json: bytes) -> bool:
         """Whether the match stored is at ``match.version`` with ``event_json`` as its latest
@@ -469,49 +601,85 @@ class MatchStore:
             out.append(MatchEvent(match_id, version, eid, event))
         return out
 
+    @staticmethod
+    def _home_keys(match_id: str, *names: str) -> list[str]:
+        home = home_of_match(match_id)
+        return [home_key(home, name) for name in names]
+
+    @staticmethod
+    def _by_home(match_ids: Iterable[str]) -> dict[int | None, list[str]]:
+        homes: dict[int | None, list[str]] = {}
+        for match_id in match_ids:
+            homes.setdefault(home_of_match(match_id), []).append(match_id)
+        return homes
+
     async def claim_unsettled(self, limit: int, claim_seconds: int) -> list[str]:
         """Ended matches waiting for their settlement that nobody has claimed (a claim lapses
-        after ``claim_seconds``, so a dead worker's is taken again): now claimed by the caller."""
-        claimed = await self._claim_unsettled(keys=[UNSETTLED], args=[limit, claim_seconds, settle_claim_key("")])
-        return [m.decode() for m in claimed]
+        after ``claim_seconds``, so a dead worker's is taken again): now claimed by the caller.
+        Every home's queue is read in one pipelined round, then the homes with matches waiting
+        are claimed from (a script each, at once): the oldest ``limit`` over all homes at most."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for home in ALL_HOMES:
+                pipe.zrange(home_key(home, "unsettled"), 0, limit - 1, withscores=True)
+            queued = await pipe.execute()
+        oldest = sorted((score, home) for home, rows in zip(ALL_HOMES, queued, strict=True) for _, score in rows)[:limit]
+        wanted: dict[int | None, int] = {}
+        for _, home in oldest:
+            wanted[home] = wanted.get(home, 0) + 1
+        now = now_ms()
+        claimed = await asyncio.gather(*(
+            self._claim_unsettled(keys=[home_key(home, "unsettled"), home_key(home, "settle-claims")],
+                                  args=[count, now, now + claim_seconds * 1000])
+            for home, count in wanted.items()
+        ))
+        return [m.decode() for home_claimed in claimed for m in home_claimed]
 
     async def ended_ms(self, match_ids: Sequence[str]) -> list[int | None]:
         """When each ended match ended (its time in the settlement queue; None once it left it)."""
-        scores = await self.redis.zmscore(UNSETTLED, list(match_ids))
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for match_id in match_ids:
+                pipe.zscore(match_home_key(match_id, "unsettled"), match_id)
+            scores = await pipe.execute()
         return [None if score is None else int(score) for score in scores]
 
     async def settled(self, match_ids: Sequence[tuple[str, bool]]) -> None:
         """The matches' settlement is done (each with whether it is archived): they leave the
         queue, and the archived ones leave the live matches the listings read, their keys
-        leaving Redis after the grace period (their readers find them in the archive)."""
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.zrem(UNSETTLED, *(match_id for match_id, _ in match_ids))
-            for match_id, archived in match_ids:
-                if archived:
-                    pipe.zrem(LIVE_MATCHES, match_id)  # the listings find it in the archive now
-                    pipe.expire(match_key(match_id), self.grace_seconds)
-                    pipe.expire(events_key(match_id), self.grace_seconds)
-            await pipe.execute()
+        leaving Redis after the grace period (their readers find them in the archive). One
+        script per home (SETTLED), the homes at once."""
+        archived = dict(match_ids)
+        runs = []
+        for home, ids in self._by_home(archived).items():
+            keys = [home_key(home, "unsettled"), home_key(home, "settle-claims"), home_key(home, "live")]
+            args: list[Any] = [self.grace_seconds]
+            for match_id in ids:
+                keys += [match_key(match_id), events_key(match_id)]
+                args += [match_id, "1" if archived[match_id] else "0"]
+            runs.append(self._settled(keys=keys, args=args))
+        await asyncio.gather(*runs)
 
     async def retry_settling(self, match_ids: Sequence[str], seconds: int) -> None:
         """The matches' settlement could not finish (the archive's database is away): they stay
         queued, claimed again after ``seconds`` rather than when their claims would lapse."""
+        until = now_ms() + max(1, seconds) * 1000
         async with self.redis.pipeline(transaction=False) as pipe:
             for match_id in match_ids:
-                pipe.set(settle_claim_key(match_id), "1", ex=max(1, seconds))
+                pipe.hset(match_home_key(match_id, "settle-claims"), match_id, until)
             await pipe.execute()
 
     async def set_due(self, match_id: str, due_ms: int | None) -> None:
         """Put a match in the sweeper's index at ``due_ms`` (out of it for None)."""
+        key = match_home_key(match_id, "deadlines")
         if due_ms is None:
-            await self.redis.zrem(DEADLINES, match_id)
+            await self.redis.zrem(key, match_id)
         else:
-            await self.redis.zadd(DEADLINES, {match_id: due_ms})
+            await self.redis.zadd(key, {match_id: due_ms})
 
-    async def due_deadlines(self, now: int, limit: int = 100) -> list[str]:
-        rows = await self.redis.zrangebyscore(DEADLINES, "-inf", now, start=0, num=limit)
-        return [r.decode() for r in rows]
-
-    async def next_deadline(self) -> int | None:
-        rows = await self.redis.zrange(DEADLINES, 0, 0, withscores=True)
-        return int(rows[0][1]) if rows else None
+    async def earliest_deadlines(self, homes: Sequence[int | None], count: int) -> list[list[tuple[str, int]]]:
+        """Each home's ``count`` earliest entries in the sweeper's index (match, when due),
+        earliest first: one pipelined round, which the cluster client sends each node at once."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for home in homes:
+                pipe.zrange(home_key(home, "deadlines"), 0, count - 1, withscores=True)
+            read = await pipe.execute()
+        return [[(match_id.decode(), int(due)) for match_id, due in rows] for rows in read]

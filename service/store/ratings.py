@@ -1,5 +1,10 @@
 """Ratings in Redis: each rated match's Elo change applied once, the history, the
-leaderboards (Elo and fitted) and the results the fit reads."""
+leaderboards (Elo and fitted) and the results the fit reads.
+
+Every key of a ruleset's ratings shares one hash tag (``{r:<ruleset>}``, ``service.store.keys``),
+so the script that applies a match's change touches one slot on a cluster; a ruleset's rated
+matches are all applied by the master that holds it (one script of tens of microseconds per
+rated match's end, far below what a master runs)."""
 
 from __future__ import annotations
 
@@ -13,43 +18,92 @@ from redis.asyncio import Redis
 from service.store.clock import now_ms
 from service.store.keys import (
     FIT_REQUESTS,
+    RATINGS_LAYOUT,
+    elo_ratings_key,
     fit_claim_key,
     fitted_ratings_key,
     history_key,
     leaderboard_key,
+    rating_changes_key,
+    rating_names_key,
     rating_results_key,
-    ratings_key,
+    ratings_applied_key,
 )
+from service.store.redis_client import clustered
+from wizard import Ruleset
 
 # Apply one match's rating changes exactly once: skipped when the match is marked applied;
 # refused (-1) when a bot's rating moved since it was read (the caller recomputes); else
 # every bot's rating (with its deviation), history and leaderboard place, the result for the
-# fit, the match's changes (for the archive) and the mark, all at once. KEYS: applied,
-# leaderboard, results, names, changes, then (ratings, history) per bot. ARGV: match id,
-# ruleset, result JSON, time ms, then (bot, name, games read, rating, deviation) per bot, then
-# the changes JSON.
+# fit, the match's changes (for the archive) and the mark, all at once. Every key is the
+# ruleset's (one slot). KEYS: applied, leaderboard, results, names, changes, Elo ratings,
+# then each bot's history. ARGV: match id, result JSON, time ms, then (bot, name, games read,
+# rating, deviation) per bot, then the changes JSON.
 APPLY_RATINGS = """
 if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return 0 end
-local bots = (#KEYS - 5) / 2
+local bots = #KEYS - 6
 for i = 1, bots do
-  local current = redis.call('HGET', KEYS[4 + 2 * i], ARGV[2])
+  local base = 3 + 5 * (i - 1)
+  local current = redis.call('HGET', KEYS[6], ARGV[base + 1])
   local games = 0
   if current then games = cjson.decode(current)['games'] end
-  if games ~= tonumber(ARGV[4 + 5 * (i - 1) + 3]) then return -1 end
+  if games ~= tonumber(ARGV[base + 3]) then return -1 end
 end
 for i = 1, bots do
-  local base = 4 + 5 * (i - 1)
+  local base = 3 + 5 * (i - 1)
+  local bot = ARGV[base + 1]
   local rating = tonumber(ARGV[base + 4])
   local games = tonumber(ARGV[base + 3]) + 1
   local deviation = tonumber(ARGV[base + 5])
-  redis.call('HSET', KEYS[4 + 2 * i], ARGV[2], cjson.encode({rating = rating, games = games, deviation = deviation}))
-  redis.call('RPUSH', KEYS[5 + 2 * i], cjson.encode({rating = rating, matchId = ARGV[1], at = tonumber(ARGV[4])}))
-  redis.call('ZADD', KEYS[2], rating, ARGV[base + 1])
-  redis.call('HSET', KEYS[4], ARGV[base + 1], ARGV[base + 2])
+  redis.call('HSET', KEYS[6], bot, cjson.encode({rating = rating, games = games, deviation = deviation}))
+  redis.call('RPUSH', KEYS[6 + i], cjson.encode({rating = rating, matchId = ARGV[1], at = tonumber(ARGV[3])}))
+  redis.call('ZADD', KEYS[2], rating, bot)
+  redis.call('HSET', KEYS[4], bot, ARGV[base + 2])
 end
 redis.call('SADD', KEYS[1], ARGV[1])
-redis.call('RPUSH', KEYS[3], ARGV[3])
+redis.call('RPUSH', KEYS[3], ARGV[2])
 redis.call('HSET', KEYS[5], ARGV[1], ARGV[#ARGV])
+return 1
+"""
+
+# On one server only (it finds keys and names them itself, which a cluster forbids; a cluster
+# never held the old names): the ratings kept before each ruleset's were under one hash tag,
+# moved there once, in one script, so no reader ever meets half of them. The global applied
+# marks, names and changes go to every ruleset (a match id is one ruleset's; the others'
+# copies are never asked for). KEYS: the layout's marker. ARGV: every ruleset.
+MIGRATE_UNSHARDED = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local function move(old, new)
+  if redis.call('EXISTS', old) == 1 then redis.call('RENAME', old, new) end
+end
+local names = redis.call('HGETALL', 'ratings:names')
+local changes = redis.call('HGETALL', 'ratings:changes')
+local applied = redis.call('EXISTS', 'ratings:applied') == 1
+for _, ruleset in ipairs(ARGV) do
+  local tag = '{r:' .. ruleset .. '}:'
+  move('leaderboard:' .. ruleset .. ':ELO', tag .. 'leaderboard:ELO')
+  move('leaderboard:' .. ruleset .. ':FITTED', tag .. 'leaderboard:FITTED')
+  move('ratings:results:' .. ruleset, tag .. 'results')
+  move('ratings:fitted:' .. ruleset, tag .. 'fitted')
+  if applied then redis.call('SUNIONSTORE', tag .. 'applied', tag .. 'applied', 'ratings:applied') end
+  for i = 1, #names, 2 do redis.call('HSETNX', tag .. 'names', names[i], names[i + 1]) end
+  for i = 1, #changes, 2 do redis.call('HSETNX', tag .. 'changes', changes[i], changes[i + 1]) end
+end
+for _, key in ipairs(redis.call('KEYS', '{b:*}:ratings')) do
+  local bot = string.match(key, '^{b:(.*)}:ratings$')
+  local fields = redis.call('HGETALL', key)
+  for i = 1, #fields, 2 do redis.call('HSETNX', '{r:' .. fields[i] .. '}:elo', bot, fields[i + 1]) end
+  redis.call('DEL', key)
+end
+for _, key in ipairs(redis.call('KEYS', '{b:*}:history:*')) do
+  local bot, ruleset = string.match(key, '^{b:(.*)}:history:(.*)$')
+  redis.call('RENAME', key, '{r:' .. ruleset .. '}:history:' .. bot)
+end
+if redis.call('EXISTS', 'ratings:fit-requests') == 1 then
+  redis.call('SUNIONSTORE', '{fits}:requests', '{fits}:requests', 'ratings:fit-requests')
+end
+redis.call('DEL', 'ratings:names', 'ratings:changes', 'ratings:applied', 'ratings:fit-requests')
+redis.call('SET', KEYS[1], '1')
 return 1
 """
 
@@ -57,7 +111,7 @@ return 1
 # The refits asked for: each ruleset asked for leaves the requests, and is answered unless a
 # refit of it waits in the queue already (which will read the history as it is when it runs);
 # an answered one is claimed for 600 s, until its job starts and lets go.
-# KEYS: the requests. ARGV: the claim keys' prefix (fit_claim_key's).
+# KEYS: the requests. ARGV: the claim keys' prefix (fit_claim_key's: the requests' slot).
 CLAIM_FIT_REQUESTS = """
 local claimed = {}
 for _, ruleset in ipairs(redis.call('SMEMBERS', KEYS[1])) do
@@ -67,6 +121,17 @@ for _, ruleset in ipairs(redis.call('SMEMBERS', KEYS[1])) do
   end
 end
 return claimed
+"""
+
+
+# A refit's board and fitted hash, written aside, made the ones read at once; nothing when
+# another refit published them first (its staged keys are gone). KEYS: staged board, board,
+# staged fitted, fitted.
+PUBLISH_FIT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('RENAME', KEYS[1], KEYS[2])
+redis.call('RENAME', KEYS[3], KEYS[4])
+return 1
 """
 
 
@@ -126,23 +191,33 @@ class LeaderRow:
 
 
 class RatingStore:
-    """Ratings per ruleset: Elo moved by each rated match, and the fit of the whole history."""
-
-    APPLIED = "ratings:applied"
-    NAMES = "ratings:names"
-    CHANGES = "ratings:changes"
+    """Ratings per ruleset, each ruleset's under one hash tag: Elo moved by each rated match,
+    and the fit of the whole history."""
 
     def __init__(self, redis: Redis) -> None:
         self.redis = redis
         self._apply = redis.register_script(APPLY_RATINGS)
         self._claim_fit_requests = redis.register_script(CLAIM_FIT_REQUESTS)
+        self._migrate = redis.register_script(MIGRATE_UNSHARDED)
+        self._publish_fit = redis.register_script(PUBLISH_FIT)
+        #: whether this process has seen the ratings in their layout (on a cluster: always)
+        self._laid_out = clustered(redis)
+
+    async def _layout(self) -> None:
+        """On one server, before this process first touches a rating: the ratings kept under
+        the old names moved (once for the server; a marker makes it one GET after)."""
+        if not self._laid_out:
+            await self._migrate(keys=[RATINGS_LAYOUT], args=[r.value for r in Ruleset])
+            self._laid_out = True
 
     async def request_fit(self, ruleset: str) -> None:
         """Ask for a refit of the ruleset's FITTED ratings (the workers' clock queues it)."""
+        await self._layout()
         await self.redis.sadd(FIT_REQUESTS, ruleset)
 
     async def claim_fit_requests(self) -> list[str]:
         """The rulesets whose refit is to be queued now (see CLAIM_FIT_REQUESTS)."""
+        await self._layout()
         return [r.decode() for r in await self._claim_fit_requests(keys=[FIT_REQUESTS], args=[fit_claim_key("")])]
 
     async def release_fit_claim(self, ruleset: str) -> None:
@@ -151,58 +226,83 @@ class RatingStore:
 
     async def elo(self, bot_ids: Sequence[str], ruleset: str) -> list[StoredRating | None]:
         """Each bot's Elo rating under ``ruleset``, None for a bot without one."""
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for bot_id in bot_ids:
-                pipe.hget(ratings_key(bot_id), ruleset)
-            rows = await pipe.execute()
+        await self._layout()
+        rows = await self.redis.hmget(elo_ratings_key(ruleset), list(bot_ids)) if bot_ids else []
         return [StoredRating.of_elo(row) if row else None for row in rows]
 
-    async def is_applied(self, match_id: str) -> bool:
-        return bool(await self.redis.sismember(self.APPLIED, match_id))
+    async def standings(self, ruleset: str, bot_ids: Sequence[str]) -> list[tuple[StoredRating | None, StoredRating | None]]:
+        """Each bot's (FITTED, Elo) rating under ``ruleset`` (None: none), in one round trip
+        to the ruleset's slot (what a ladder's pairing pass reads)."""
+        if not bot_ids:
+            return []
+        await self._layout()
+        ids = list(bot_ids)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.zmscore(leaderboard_key(ruleset, "FITTED"), ids)
+            pipe.hmget(fitted_ratings_key(ruleset), ids)
+            pipe.hmget(elo_ratings_key(ruleset), ids)
+            scores, fits, elos = await pipe.execute()
+        return [
+            (None if score is None else StoredRating.of_fit(float(score), fit), None if elo is None else StoredRating.of_elo(elo))
+            for score, fit, elo in zip(scores, fits, elos, strict=True)
+        ]
+
+    async def is_applied(self, match_id: str, ruleset: str) -> bool:
+        await self._layout()
+        return bool(await self.redis.sismember(ratings_applied_key(ruleset), match_id))
 
     async def apply(
         self, match_id: str, ruleset: str, changes: Sequence[RatingChange], result: dict[str, Any]
     ) -> int:
         """Each bot's change, with ``games`` as read. 1 applied, 0 already applied, -1 stale."""
-        keys = [self.APPLIED, leaderboard_key(ruleset, "ELO"), rating_results_key(ruleset), self.NAMES, self.CHANGES]
-        args: list[Any] = [match_id, ruleset, json.dumps(result, separators=(",", ":")), now_ms()]
+        await self._layout()
+        keys = [ratings_applied_key(ruleset), leaderboard_key(ruleset, "ELO"), rating_results_key(ruleset),
+                rating_names_key(ruleset), rating_changes_key(ruleset), elo_ratings_key(ruleset)]
+        args: list[Any] = [match_id, json.dumps(result, separators=(",", ":")), now_ms()]
         for c in changes:
-            keys += [ratings_key(c.bot), history_key(c.bot, ruleset)]
+            keys.append(history_key(c.bot, ruleset))
             args += [c.bot, c.name, c.games, repr(float(c.after)), repr(float(c.deviation))]
         args.append(json.dumps([{"bot": c.bot, "name": c.name, "before": c.before, "after": c.after} for c in changes]))
         return int(await self._apply(keys=keys, args=args))
 
-    async def changes(self, match_ids: Sequence[str]) -> list[list[dict[str, Any]] | None]:
-        """The rating changes applied for each match: (bot, name, before, after) each; None
-        where none were."""
-        found = await self.redis.hmget(self.CHANGES, list(match_ids))
+    async def changes(self, matches: Sequence[tuple[str, str]]) -> list[list[dict[str, Any]] | None]:
+        """The rating changes applied for each (match, ruleset): (bot, name, before, after)
+        each; None where none were."""
+        await self._layout()
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for match_id, ruleset in matches:
+                pipe.hget(rating_changes_key(ruleset), match_id)
+            found = await pipe.execute()
         return [None if changes is None else json.loads(changes) for changes in found]
 
     async def results(self, ruleset: str) -> list[dict[str, Any]]:
+        await self._layout()
         return [json.loads(r) for r in await self.redis.lrange(rating_results_key(ruleset), 0, -1)]
 
     async def store_fit(
         self, ruleset: str, ratings: dict[str, float], games: dict[str, int], deviations: dict[str, float]
     ) -> None:
-        """Replace the fitted leaderboard at once (a rename), so readers never see half of it;
-        beside each rating, its games and deviation (JSON)."""
-        staging = f"{leaderboard_key(ruleset, 'FITTED')}:staging"
+        """Replace the fitted leaderboard at once, so readers never see half of it: written
+        aside (one transaction), then renamed into place (one script: a cluster's pipelines
+        refuse RENAME; both keys are in the ruleset's slot); beside each rating, its games and
+        deviation (JSON)."""
+        if not ratings:
+            return
+        await self._layout()
+        board, fitted = leaderboard_key(ruleset, "FITTED"), fitted_ratings_key(ruleset)
+        staged = [f"{board}:staging", f"{fitted}:staging"]
         async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.delete(staging, f"{fitted_ratings_key(ruleset)}:staging")
-            if ratings:
-                pipe.zadd(staging, ratings)
-                pipe.hset(
-                    f"{fitted_ratings_key(ruleset)}:staging",
-                    mapping={b: json.dumps({"games": games[b], "deviation": deviations[b]}) for b in ratings},
-                )
-                pipe.rename(staging, leaderboard_key(ruleset, "FITTED"))
-                pipe.rename(f"{fitted_ratings_key(ruleset)}:staging", fitted_ratings_key(ruleset))
+            pipe.delete(*staged)
+            pipe.zadd(staged[0], ratings)
+            pipe.hset(staged[1], mapping={b: json.dumps({"games": games[b], "deviation": deviations[b]}) for b in ratings})
             await pipe.execute()
+        await self._publish_fit(keys=[staged[0], board, staged[1], fitted])
 
     async def leaderboard(self, ruleset: str, method: str, first: int, offset: int, min_games: int) -> list[LeaderRow]:
         """``first`` bots by rating from ``offset``, among those with ``min_games`` games or more
         (ranks counted among them: read a slice at a time from the top until enough are found,
         or ``MAX_ESTABLISHED_SCAN`` places are read)."""
+        await self._layout()
         board = leaderboard_key(ruleset, method)
         if min_games <= 0:
             rows = await self.redis.zrevrange(board, offset, offset + first - 1, withscores=True)
@@ -224,58 +324,57 @@ class RatingStore:
             return []
         ids = [r[0].decode() for r in rows]
         async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.hmget(self.NAMES, ids)
-            if method == "FITTED":
-                pipe.hmget(fitted_ratings_key(ruleset), ids)
-            else:
-                for bot_id in ids:
-                    pipe.hget(ratings_key(bot_id), ruleset)
-            answers = await pipe.execute()
-        names = answers[0]
-        stored = (
-            [StoredRating.of_fit(score, g) for (_, score), g in zip(rows, answers[1], strict=True)]
-            if method == "FITTED"
-            else [
-                StoredRating.of_elo(r) if r else StoredRating(score, 0, None)
-                for (_, score), r in zip(rows, answers[1:], strict=True)
-            ]
-        )
+            pipe.hmget(rating_names_key(ruleset), ids)
+            pipe.hmget(fitted_ratings_key(ruleset) if method == "FITTED" else elo_ratings_key(ruleset), ids)
+            names, kept = await pipe.execute()
+        stored = [
+            (StoredRating.of_fit(score, k) if method == "FITTED" else StoredRating.of_elo(k) if k else StoredRating(score, 0, None))
+            for (_, score), k in zip(rows, kept, strict=True)
+        ]
         return [
             LeaderRow(0, bot_id, (names[i] or b"?").decode(), score, s.games, s.deviation)
             for i, (bot_id, (_, score), s) in enumerate(zip(ids, rows, stored, strict=True))
         ]
 
     async def current(self, bot_ids: Sequence[str]) -> list[list[dict[str, Any]]]:
-        """Each bot's current rating per ruleset (one round trip for all of them)."""
+        """Each bot's current Elo rating per ruleset (one round trip for all of them: one read
+        of each ruleset's ratings)."""
+        if not bot_ids:
+            return []
+        await self._layout()
+        rulesets = [r.value for r in Ruleset]
         async with self.redis.pipeline(transaction=False) as pipe:
-            for bot_id in bot_ids:
-                pipe.hgetall(ratings_key(bot_id))
+            for ruleset in rulesets:
+                pipe.hmget(elo_ratings_key(ruleset), list(bot_ids))
             answers = await pipe.execute()
         out = []
-        for rows in answers:
+        for i in range(len(bot_ids)):
             ratings = []
-            for ruleset, value in sorted(rows.items()):
-                stored = StoredRating.of_elo(value)
-                ratings.append(
-                    {"ruleset": ruleset.decode(), "rating": stored.rating, "games": stored.games, "deviation": stored.deviation}
-                )
+            for ruleset, values in sorted(zip(rulesets, answers, strict=True)):
+                if values[i] is not None:
+                    stored = StoredRating.of_elo(values[i])
+                    ratings.append(
+                        {"ruleset": ruleset, "rating": stored.rating, "games": stored.games, "deviation": stored.deviation}
+                    )
             out.append(ratings)
         return out
 
     async def fitted(self, bot_ids: Sequence[str], rulesets: Sequence[str]) -> list[list[dict[str, Any]]]:
         """Each bot's rating, games and deviation in each ruleset's fitted leaderboard that
         holds it (one round trip for all of them)."""
+        if not bot_ids:
+            return []
+        await self._layout()
         async with self.redis.pipeline(transaction=False) as pipe:
-            for bot_id in bot_ids:
-                for ruleset in rulesets:
-                    pipe.zscore(leaderboard_key(ruleset, "FITTED"), bot_id)
-                    pipe.hget(fitted_ratings_key(ruleset), bot_id)
-            answers = iter(await pipe.execute())
-        out = []
-        for _ in bot_ids:
-            ratings = []
             for ruleset in rulesets:
-                rating, extra = next(answers), next(answers)
+                pipe.zmscore(leaderboard_key(ruleset, "FITTED"), list(bot_ids))
+                pipe.hmget(fitted_ratings_key(ruleset), list(bot_ids))
+            answers = await pipe.execute()
+        out = []
+        for i in range(len(bot_ids)):
+            ratings = []
+            for r, ruleset in enumerate(rulesets):
+                rating, extra = answers[2 * r][i], answers[2 * r + 1][i]
                 if rating is not None:
                     stored = StoredRating.of_fit(float(rating), extra)
                     ratings.append(
@@ -287,6 +386,7 @@ class RatingStore:
     async def histories(self, wanted: Sequence[tuple[str, str, int]]) -> list[list[dict[str, Any]]]:
         """For each (bot, ruleset, last): the latest ``last`` points of the bot's rating
         history under the ruleset, oldest first (one round trip for all of them)."""
+        await self._layout()
         async with self.redis.pipeline(transaction=False) as pipe:
             for bot_id, ruleset, last in wanted:
                 pipe.lrange(history_key(bot_id, ruleset), -last, -1)

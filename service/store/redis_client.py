@@ -1,7 +1,10 @@
 """The service's Redis clients, made in one place: a plain client for one Redis server, or
 redis-py's cluster client when ``REDIS_URL`` names a node of a Redis Cluster. The service
 finds that out by itself (``INFO cluster``), so pointing ``REDIS_URL`` at any node of a
-cluster is enough.
+cluster is enough. It may name several nodes, separated by commas
+(``redis://10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379/0``: :func:`node_urls`), and should:
+a process starting (an API, a worker, each job RQ runs) finds the cluster through them, so
+one node named alone is a single point of failure for every process started while it is down.
 
 The RQ queue is not on the cluster (RQ does not speak Redis Cluster): it lives on
 ``ARENA_QUEUE_URL``, by default ``REDIS_URL`` when that is one server (:func:`queue_url`).
@@ -14,12 +17,15 @@ import asyncio
 import contextlib
 import functools
 import logging
+import random
 from collections.abc import AsyncIterator
 from typing import Any, cast
+from urllib.parse import urlparse
 
 import redis as sync_redis
 from redis.asyncio import BlockingConnectionPool, Redis
-from redis.asyncio.cluster import ClusterPipeline, RedisCluster
+from redis.asyncio.cluster import ClusterNode, ClusterPipeline, RedisCluster
+from redis.cluster import ClusterNode as SyncClusterNode
 
 log = logging.getLogger("wizard_arena.redis")
 
@@ -28,20 +34,46 @@ class QueueUrlMissing(ValueError):
     """``REDIS_URL`` is a cluster and no ``ARENA_QUEUE_URL`` names a Redis for RQ's queue."""
 
 
+def node_urls(url: str) -> list[str]:
+    """The URL of each node ``url`` names: itself, or one per address when its address part
+    lists several, separated by commas (``redis://user:pass@host1:6379,host2:6379/0``), each
+    with the same scheme, credentials and path."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return [url]
+    credentials, at, location = rest.rpartition("@")
+    addresses, slash, path = location.partition("/")
+    if "," not in addresses:
+        return [url]
+    return [f"{scheme}://{credentials}{at}{address}{slash}{path}" for address in addresses.split(",") if address]
+
+
 @functools.cache
 def is_cluster(url: str) -> bool:
-    """Whether ``url`` names a node of a Redis Cluster (asked once per process and URL). A
-    server that cannot be reached is taken for one server, and said so: the plain client then
-    reports the outage as it would anyway."""
-    client = sync_redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
-    try:
-        return bool(client.info("cluster").get("cluster_enabled"))
-    except sync_redis.RedisError as error:
-        log.warning("could not ask %s whether it is a Redis Cluster (%s): taking it for one server", url, error)
-        is_cluster.cache_clear()  # ask again next time
-        return False
-    finally:
-        client.close()
+    """Whether ``url`` names a node of a Redis Cluster (asked once per process and URL), asking
+    each node it names until one answers. A server that cannot be reached is taken for one
+    server, and said so: the plain client then reports the outage as it would anyway."""
+    failure: sync_redis.RedisError | None = None
+    for node in node_urls(url):
+        client = sync_redis.Redis.from_url(node, socket_timeout=5, socket_connect_timeout=5)
+        try:
+            return bool(client.info("cluster").get("cluster_enabled"))
+        except sync_redis.RedisError as error:
+            failure = error
+        finally:
+            client.close()
+    log.warning("could not ask %s whether it is a Redis Cluster (%s): taking it for one server", url, failure)
+    is_cluster.cache_clear()  # ask again next time
+    return False
+
+
+def _other_nodes(url: str) -> list[tuple[str, int]]:
+    """The host and port of each node ``url`` names after the first."""
+    nodes = []
+    for node in node_urls(url)[1:]:
+        parsed = urlparse(node)
+        nodes.append((parsed.hostname or "localhost", parsed.port or 6379))
+    return nodes
 
 
 def open_async(url: str, *, max_connections: int, timeout: float, client_name: str) -> Redis:
@@ -53,8 +85,8 @@ def open_async(url: str, *, max_connections: int, timeout: float, client_name: s
     both have (commands, registered scripts, pipelines, single-slot transactions)."""
     if is_cluster(url):
         cluster = GatedCluster.from_url(
-            url, max_connections=max_connections, socket_timeout=timeout, client_name=client_name,
-            decode_responses=False,
+            node_urls(url)[0], max_connections=max_connections, socket_timeout=timeout, client_name=client_name,
+            decode_responses=False, startup_nodes=[ClusterNode(host, port) for host, port in _other_nodes(url)],
         )
         cluster.gate(max_connections, timeout)
         return cast(Redis, cluster)
@@ -134,13 +166,48 @@ class _GatedPipeline(ClusterPipeline):
 def open_sync(url: str, **options: Any) -> sync_redis.Redis:
     """A synchronous client (tools, the workers' checks): the cluster client on a cluster."""
     if is_cluster(url):
-        return cast(sync_redis.Redis, sync_redis.RedisCluster.from_url(url, **options))
+        others = [SyncClusterNode(host, port) for host, port in _other_nodes(url)]
+        return cast(sync_redis.Redis, sync_redis.RedisCluster.from_url(node_urls(url)[0], startup_nodes=others, **options))
     return sync_redis.Redis.from_url(url, **options)
 
 
 def clustered(client: Any) -> bool:
     """Whether ``client`` is a cluster client (sync or asyncio)."""
     return isinstance(client, (RedisCluster, sync_redis.RedisCluster))
+
+
+class ClusterNotServing(sync_redis.ConnectionError):
+    """The Redis Cluster says some of its slots are not served (``cluster_state:fail``)."""
+
+
+async def serving(redis: Redis) -> None:
+    """Raises unless Redis serves: a PING on one server; on a cluster, one node that answers
+    (any: they are tried in turn) and says every slot is served. Not a PING of every node, as
+    the cluster client's ``ping`` is: that fails while a replica is away, though the service
+    then loses nothing, and while a dead master is still on the client's list after its
+    replica took over."""
+    if not isinstance(redis, RedisCluster):
+        await redis.ping()
+        return
+    nodes = redis.get_nodes() or list(redis.nodes_manager.startup_nodes.values())
+    random.shuffle(nodes)
+    failure: BaseException | None = None
+    for node in nodes:
+        try:
+            info = await redis.execute_command("CLUSTER INFO", target_nodes=node)
+        except (sync_redis.ConnectionError, sync_redis.TimeoutError, OSError) as error:
+            failure = error
+            continue
+        if isinstance(info, dict):  # redis-py parses it: {"cluster_state": "ok", ...}
+            state = info.get("cluster_state")
+        else:
+            text = info.decode() if isinstance(info, bytes) else str(info)
+            state = "ok" if "cluster_state:ok" in text else "fail"
+        if state not in ("ok", b"ok"):
+            raise ClusterNotServing(f"the Redis Cluster says some slots are not served (node {node.name}: "
+                                    "cluster_state:fail; a master is down and no replica has taken over yet)")
+        return
+    raise sync_redis.ConnectionError(f"no node of the Redis Cluster answered: {failure!r}")
 
 
 def queue_url(redis_url: str, queue: str | None) -> str:

@@ -1,7 +1,15 @@
 """Tournaments in Redis: the tournament's head (spec, status, entrants, why it was cancelled),
-its invitations (each also listed for its bot), its tables and their results, each written so that a run repeated by another worker changes nothing (tables and
-results only if absent, status only from the status expected), and a lock for the one run
-that advances it."""
+its invitations (each also listed for its bot), its tables and their results, each written so
+that a run repeated by another worker changes nothing (tables and results only if absent,
+status only from the status expected), and a lock for the one run that advances it.
+
+A tournament's own keys share one slot (``{tn:<id>}``), and every script and transaction here
+touches that slot only. What lies elsewhere (the global indexes, each invited bot's list and
+channel) is written by commands of its own, in an order that leaves a crash between them
+something the workers' clock completes: whatever a creation or an end still has to write,
+the tournament is first made due at once among the active ones (``tournaments:active``), so
+the clock's next look at it (:meth:`TournamentStore.make_visible`, :meth:`TournamentStore.unlist_ended`)
+finishes the job."""
 
 from __future__ import annotations
 
@@ -27,7 +35,7 @@ from service.store.keys import (
     tournament_results_key,
     tournament_tables_key,
 )
-from service.store.queues import CLAIM_QUEUED
+from service.store.queues import claim_queued
 
 # Replace the entrants, and with them the bot's invitation (when KEYS[2] is given), only if
 # still SCHEDULED and nobody changed either meanwhile (an answer and the start cannot cross).
@@ -42,22 +50,29 @@ if #KEYS > 1 then redis.call('HSET', KEYS[2], ARGV[3], ARGV[5]) end
 return 1
 """
 
-# Change the status, only from the one expected (of two racing workers, one wins), stamp the
-# time, and move an ended tournament from the active ones to those the archive awaits (in the
-# same script: however the process dies after it, the workers archive it).
-# KEYS: tournament, active tournaments, unarchived tournaments. ARGV: expected, new, field to
-# stamp or '', time, id, why it was cancelled or ''.
+# Change the status, only from the one expected (of two racing workers, one wins), and stamp
+# the time. (An ended tournament then leaves the active ones: TournamentStore.move_status.)
+# KEYS: tournament. ARGV: expected, new, field to stamp or '', time, why it was cancelled or ''.
 MOVE_STATUS = """
 if redis.call('HGET', KEYS[1], 'status') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'status', ARGV[2])
-if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], 'reason', ARGV[6]) end
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'reason', ARGV[5]) end
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], ARGV[3], ARGV[4]) end
-if ARGV[2] == 'FINISHED' or ARGV[2] == 'CANCELLED' then
-  redis.call('ZREM', KEYS[2], ARGV[5])
-  redis.call('ZADD', KEYS[3], ARGV[4], ARGV[5])
-end
 return 1
 """
+
+# Drop a tournament from the active ones if it is there since before ARGV[2] (ms): one whose
+# creation was cut short before it was stored (one being created is there since just now).
+# KEYS: active tournaments. ARGV: id, time.
+DROP_ABANDONED = """
+local since = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if since and tonumber(since) < tonumber(ARGV[2]) then return redis.call('ZREM', KEYS[1], ARGV[1]) end
+return 0
+"""
+
+#: how long a tournament may be among the active ones before it is stored, before the clock
+#: takes it for a creation cut short (its process died) and drops it
+CREATION_GRACE_MS = 60_000
 
 UNLOCK = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
 
@@ -93,24 +108,52 @@ class TournamentStore:
         self._set_entrants = redis.register_script(SET_ENTRANTS)
         self._move_status = redis.register_script(MOVE_STATUS)
         self._unlock = redis.register_script(UNLOCK)
-        self._claim_unarchived = redis.register_script(CLAIM_QUEUED)
+        self._drop_abandoned = redis.register_script(DROP_ABANDONED)
 
     async def save_new(self, t: Tournament, invitations: list[Invitation]) -> None:
         """The new tournament with its invitations, each listed for its bot and told on the
-        bot's channel (``{b:<id>}:invited``) in the same transaction."""
+        bot's channel (``{b:<id>}:invited``), then listed; due at its start. In steps: due at
+        once first, so that if this process dies before the last, the clock completes them."""
         created = t.created_ms or now_ms()
-        async with self.redis.pipeline(transaction=True) as pipe:
-            for invitation in invitations:
-                pipe.hset(tournament_invitations_key(t.id), invitation.bot_id, json.dumps(invitation.to_dict()))
-                pipe.zadd(bot_invitations_key(invitation.bot_id), {t.id: invitation.invited_ms})
-                pipe.publish(bot_invited_channel(invitation.bot_id), t.id)
+        await self.redis.zadd(ACTIVE_TOURNAMENTS, {t.id: created})
+        async with self.redis.pipeline(transaction=True) as pipe:  # the tournament's own slot
+            if invitations:
+                pipe.hset(tournament_invitations_key(t.id), mapping={
+                    invitation.bot_id: json.dumps(invitation.to_dict()) for invitation in invitations
+                })
             pipe.hset(tournament_key(t.id), mapping={
                 "spec": json.dumps(t.spec.to_dict()), "status": t.status.value, "entrants": _entrants_json(t.entrants),
                 "created": created,
             })
-            pipe.zadd(ACTIVE_TOURNAMENTS, {t.id: t.spec.starts_at_ms})
-            pipe.zadd(LISTED_TOURNAMENTS, {t.id: created})  # the listings' order (newest first), as the archive's
             await pipe.execute()
+        await self._list(t.id, created, invitations, tell=True)
+        await self.redis.zadd(ACTIVE_TOURNAMENTS, {t.id: t.spec.starts_at_ms})
+
+    async def _list(self, tid: str, created: int, invitations: list[Invitation], tell: bool) -> None:
+        """List the tournament for its invited bots (and tell them, with ``tell``), then among
+        all tournaments: listed last, so a listed tournament's bots are told."""
+        if invitations:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for invitation in invitations:
+                    pipe.zadd(bot_invitations_key(invitation.bot_id), {tid: invitation.invited_ms})
+                await pipe.execute()
+        if tell:
+            for invitation in invitations:  # (a Cluster's pipelines refuse PUBLISH)
+                await self.redis.publish(bot_invited_channel(invitation.bot_id), tid)
+        await self.redis.zadd(LISTED_TOURNAMENTS, {tid: created})  # the listings' order (newest first), as the archive's
+
+    async def make_visible(self, t: Tournament, tell: bool) -> None:
+        """What the clock does for a SCHEDULED tournament: complete a creation cut short after
+        the tournament was stored (list it for its invited bots, telling them with ``tell``,
+        and among all tournaments); then due at its start. Idempotent."""
+        if await self.redis.zscore(LISTED_TOURNAMENTS, t.id) is None:
+            await self._list(t.id, t.created_ms or now_ms(), await self.invitations(t.id), tell)
+        await self.redis.zadd(ACTIVE_TOURNAMENTS, {t.id: t.spec.starts_at_ms})
+
+    async def drop_abandoned(self, tid: str, now: int) -> None:
+        """The clock found no tournament ``tid`` for an active one: if it is there since
+        before the creation grace, its creation was cut short before it was stored."""
+        await self._drop_abandoned(keys=[ACTIVE_TOURNAMENTS], args=[tid, now - CREATION_GRACE_MS])
 
     async def load(self, tid: str) -> Tournament | None:
         """The tournament from Redis, or once it has left Redis, from the archive (None: unknown)."""
@@ -171,11 +214,28 @@ class TournamentStore:
         reason: str | None = None,
     ) -> bool:
         """Change the status only from ``expected`` (one worker wins a race); ``stamp`` names the
-        field (``started``, ``finished``) that records when, ``reason`` why it was cancelled."""
-        return bool(await self._move_status(
-            keys=[tournament_key(tid), ACTIVE_TOURNAMENTS, UNARCHIVED_TOURNAMENTS],
-            args=[expected.value, new.value, stamp or "", now_ms(), tid, reason or ""],
+        field (``started``, ``finished``) that records when, ``reason`` why it was cancelled.
+        An ended tournament then moves from the active ones to those the archive awaits; it is
+        made due at once first, so that if this process dies in between, the clock moves it."""
+        now = now_ms()
+        if new.over:
+            await self.redis.zadd(ACTIVE_TOURNAMENTS, {tid: now}, xx=True, lt=True)
+        moved = bool(await self._move_status(
+            keys=[tournament_key(tid)], args=[expected.value, new.value, stamp or "", now, reason or ""],
         ))
+        if moved and new.over:
+            await self.unlist_ended(tid, now)
+        return moved
+
+    async def is_active(self, tid: str) -> bool:
+        """Whether the tournament is among the active ones (due or running)."""
+        return await self.redis.zscore(ACTIVE_TOURNAMENTS, tid) is not None
+
+    async def unlist_ended(self, tid: str, ended_ms: int) -> None:
+        """An ended tournament: among those the archive awaits (queued first: it is never in
+        neither), then no longer active. Idempotent."""
+        await self.redis.zadd(UNARCHIVED_TOURNAMENTS, {tid: ended_ms}, nx=True)
+        await self.redis.zrem(ACTIVE_TOURNAMENTS, tid)
 
     async def add_tables(self, tid: str, tables: dict[str, Table]) -> dict[str, Table]:
         """Store new tables all at once (a round is stored whole or not at all; a table
@@ -201,24 +261,22 @@ class TournamentStore:
     async def claim_unarchived(self, limit: int, claim_seconds: int) -> list[str]:
         """Ended tournaments waiting for the archive that nobody has claimed (a claim lapses
         after ``claim_seconds``): now claimed by the caller."""
-        claimed = await self._claim_unarchived(
-            keys=[UNARCHIVED_TOURNAMENTS], args=[limit, claim_seconds, archive_claim_key("")]
-        )
-        return [t.decode() for t in claimed]
+        return await claim_queued(self.redis, UNARCHIVED_TOURNAMENTS, limit, claim_seconds, archive_claim_key)
 
     async def archived(self, tid: str) -> None:
         """The tournament is in the archive: no longer awaited there, off the live ones the
         listings read, its keys leaving Redis after the grace period (its readers find it in
-        the archive)."""
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.zrem(UNARCHIVED_TOURNAMENTS, tid)
-            pipe.delete(archive_claim_key(tid))
-            if self.archive is not None:
-                pipe.zrem(LISTED_TOURNAMENTS, tid)  # the listings find it in the archive now
+        the archive). Its keys' expiry first: a crash before the rest leaves it awaited, and
+        archived again (which changes nothing)."""
+        if self.archive is not None:
+            async with self.redis.pipeline(transaction=True) as pipe:  # the tournament's own slot
                 for key in (tournament_key(tid), tournament_tables_key(tid), tournament_results_key(tid),
                             tournament_invitations_key(tid)):
                     pipe.expire(key, self.grace_seconds)
-            await pipe.execute()
+                await pipe.execute()
+            await self.redis.zrem(LISTED_TOURNAMENTS, tid)  # the listings find it in the archive now
+        await self.redis.zrem(UNARCHIVED_TOURNAMENTS, tid)
+        await self.redis.delete(archive_claim_key(tid))
 
     async def retry_archiving(self, tid: str, seconds: int) -> None:
         """The archive did not take the tournament: claimed again after ``seconds``."""

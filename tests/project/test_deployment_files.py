@@ -128,10 +128,13 @@ def _environment(service: dict[str, Any]) -> dict[str, str]:
     return {k: str(v) for k, v in env.items()}
 
 
-def _with_command(services: dict[str, Any], word: str) -> dict[str, dict[str, Any]]:
-    """Our image's services running ``wizard-arena <word>`` (the image's CMD is serve)."""
+def _with_command(services: dict[str, Any], word: str, profile: str | None = None) -> dict[str, dict[str, Any]]:
+    """Our image's services running ``wizard-arena <word>`` (the image's CMD is serve): those
+    `docker compose up` starts (no profile), or those of ``profile``."""
     found = {}
     for name, service in services.items():
+        if (profile not in service.get("profiles", [])) if profile else service.get("profiles"):
+            continue
         command = _command(service)
         ours = "build" in service or str(service.get("image", "")).startswith("wizard-arena")
         if ours and (command[1:2] == [word] or (not command and word == "serve")):
@@ -223,3 +226,29 @@ def test_postgresql_keeps_the_archive_on_a_volume_and_migrate_runs_once_before_t
         assert _environment(service).get("DATABASE_URL") == url, f"{name}: the same DATABASE_URL as migrate"
         condition = service.get("depends_on", {}).get(migrate_name, {}).get("condition")
         assert condition == "service_completed_successfully", f"{name} starts once the schema is up to date"
+
+
+def test_the_cluster_profile_runs_the_service_on_three_masters_with_replicas_and_a_queue_redis(services):
+    nodes = {name: s for name, s in services.items() if "--cluster-enabled" in _command(s)}
+    assert len(nodes) == 6 and all(s.get("profiles") == ["cluster"] for s in nodes.values())
+    for name, node in nodes.items():
+        command = _command(node)
+        assert command[command.index("--appendonly") + 1] == "yes", f"{name}: AOF"
+        assert any(str(v).split(":")[1:2] == ["/data"] for v in node.get("volumes", [])), f"{name}: data on a volume"
+        assert "healthcheck" in node
+    addresses = {name: node["networks"]["cluster"]["ipv4_address"] for name, node in nodes.items()}
+    assert len(set(addresses.values())) == 6, "each node at a fixed address of its own"
+    [create] = [s for s in services.values() if "--cluster-replicas" in " ".join(_command(s))]
+    script = " ".join(_command(create))
+    assert "--cluster-replicas 1" in script and all(f"{a}:6379" in script for a in addresses.values())
+    assert str(create.get("restart")) == "no"
+    apis, workers = _with_command(services, "serve", "cluster"), _with_command(services, "worker", "cluster")
+    assert len(apis) == 1 and len(workers) == 1
+    for name, service in {**apis, **workers}.items():
+        env = _environment(service)
+        hosts = [node.split(":")[0] for node in env["REDIS_URL"].removeprefix("redis://").split("/")[0].split(",")]
+        assert len(hosts) >= 3 and set(hosts) <= set(addresses.values()), f"{name}: REDIS_URL names several nodes"
+        queue = env["ARENA_QUEUE_URL"].removeprefix("redis://").split(":")[0]
+        assert "cluster" in services[queue].get("profiles", []) and "--cluster-enabled" not in _command(services[queue])
+        assert service["depends_on"]["redis-cluster-create"]["condition"] == "service_completed_successfully"
+        assert "healthcheck" in service

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import httpx
 
 from contract import MATCH
+from service.store.redis_client import clustered
 
 REPO = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
@@ -214,5 +215,9 @@ def wait_until(probe: Callable[[], T], what: str, timeout: float = 20.0, every: 
 def wait_for_subscription(redis_client: Any, channel: bytes, timeout: float = 10.0) -> None:
     """Until an API process has subscribed to ``channel`` (``service.store.match_channel`` or
     ``bot_channel``): a waiter subscribes before it reads, so a change after this reaches it.
-    Redis offers no event for this, so it is polled, briefly and bounded."""
-    wait_until(lambda: redis_client.pubsub_numsub(channel)[0][1] > 0, f"a subscription to {channel!r}", timeout, 0.005)
+    Redis offers no event for this, so it is polled, briefly and bounded. On a Redis Cluster
+    each node counts only its own subscribers, and the feed subscribes on any one: all are asked
+    (the cluster client adds their counts up)."""
+    nodes = {"target_nodes": "all"} if clustered(redis_client) else {}
+    wait_until(lambda: redis_client.pubsub_numsub(channel, **nodes)[0][1] > 0, f"a subscription to {channel!r}",
+               timeout, 0.005)

@@ -34,7 +34,15 @@ from service.settings import Settings
 from service.store.archive import Archive, match_rounds, match_seats, matches, migrate, tournaments
 from service.store.clock import now_ms
 from service.store.embedded_postgres import EmbeddedPostgres
-from service.store.keys import UNARCHIVED_TOURNAMENTS, UNSETTLED, history_key, match_key, tournament_key
+from service.store.keys import (
+    UNARCHIVED_TOURNAMENTS,
+    history_key,
+    match_home_key,
+    match_key,
+    rating_results_key,
+    ratings_applied_key,
+    tournament_key,
+)
 from tests.service.conftest import TIMEOUT_MS, embedded_redis_url, ended_by_its_last_commit
 from tests.service.test_tournaments import Workers, create, get, play_to_the_end, wait_status, wait_until
 from wizard import MatchConfig, new_match
@@ -100,7 +108,7 @@ async def archive_rows(archive: Archive, match_id: str) -> tuple[int, int, int]:
 
 def rated_times(redis_client: Any, match_id: str) -> tuple[int, int]:
     """(results stored, entries in house-random's rating history) for the match."""
-    results = Counter(json.loads(r)["matchId"] for r in redis_client.lrange(f"ratings:results:{RULESET}", 0, -1))
+    results = Counter(json.loads(r)["matchId"] for r in redis_client.lrange(rating_results_key(RULESET), 0, -1))
     history = Counter(json.loads(h)["matchId"] for h in redis_client.lrange(history_key("house-random", RULESET), 0, -1))
     return results[match_id], history[match_id]
 
@@ -125,7 +133,7 @@ def test_a_settlement_killed_after_any_step_and_run_again_loses_and_doubles_noth
                 match_id, tid = (await ended_rated_match(services)).id, None
             else:
                 tid, match_id = await ended_tournament_match(services)
-            assert await services.redis.zscore(UNSETTLED, match_id) is not None
+            assert await services.redis.zscore(match_home_key(match_id, "unsettled"), match_id) is not None
             settlement = services.settlement
             if step == "ratings applied":
                 crash_once(monkeypatch, settlement.ratings, "settle")
@@ -137,7 +145,7 @@ def test_a_settlement_killed_after_any_step_and_run_again_loses_and_doubles_noth
                 crash_once(monkeypatch, settlement.matches, "settled", before=True)
             with pytest.raises(Killed):
                 await settlement.settle(match_id)
-            assert await services.redis.zscore(UNSETTLED, match_id) is not None, "still queued after the crash"
+            assert await services.redis.zscore(match_home_key(match_id, "unsettled"), match_id) is not None, "still queued after the crash"
 
             await settlement.settle(match_id)  # the next worker's run
             await settlement.settle(match_id)  # and one more, for good measure (a duplicate job)
@@ -165,7 +173,7 @@ def test_a_settlement_killed_after_any_step_and_run_again_loses_and_doubles_noth
 
     match_id, tid, rows, ttl, archived_tournament = asyncio.run(work())
     assert rows == (1, 3, rows[2]) and rows[2] > 0 and rows[2] % 3 == 0, "one match row, its seats and rounds once"
-    assert redis_client.zscore(UNSETTLED, match_id) is None, "the match left the queue"
+    assert redis_client.zscore(match_home_key(match_id, "unsettled"), match_id) is None, "the match left the queue"
     assert 0 < ttl <= 600, "its keys expire after the grace period"
     assert rated_times(redis_client, match_id) == (1, 1), "its rating applied exactly once"
     if tid is not None:
@@ -283,7 +291,7 @@ def test_the_database_stopped_mid_tournament_then_started_again_loses_and_double
     final = wait_status(api, tid, "FINISHED", timeout=60)  # so do the tournament's rounds
     ids = {m["id"] for m in final["matches"]}
     assert len(ids) == 4 and all(m["status"] == "FINISHED" for m in final["matches"])
-    queued = {m for m in ids if redis_client.zscore(UNSETTLED, m) is not None}
+    queued = {m for m in ids if redis_client.zscore(match_home_key(m, "unsettled"), m) is not None}
     assert second in queued, "a match ended while the database is away waits in the queue"
     assert redis_client.zscore(UNARCHIVED_TOURNAMENTS, tid) is not None
     # tried again every second, a job each time (RQ logs each), and the outage said once
@@ -293,7 +301,7 @@ def test_the_database_stopped_mid_tournament_then_started_again_loses_and_double
     assert worker.popen.poll() is None, "the worker carries on"
 
     server.start()  # on the same folder (and socket)
-    wait_until(lambda: all(redis_client.zscore(UNSETTLED, m) is None for m in ids), "every settlement", timeout=60)
+    wait_until(lambda: all(redis_client.zscore(match_home_key(m, "unsettled"), m) is None for m in ids), "every settlement", timeout=60)
     wait_until(lambda: "the archive is back after" in worker.output(), "the worker to say the archive is back")
     assert worker.output().count("the archive is unavailable") == 1 and worker.output().count("the archive is back") == 1
     wait_until(lambda: query(url, "SELECT id FROM tournaments WHERE id = :t", t=tid), "the tournament archived")
@@ -302,7 +310,7 @@ def test_the_database_stopped_mid_tournament_then_started_again_loses_and_double
     seats = query(url, "SELECT match_id, count(*) AS n FROM match_seats WHERE match_id = ANY(:ids) GROUP BY match_id",
                   ids=list(ids))
     assert {r.match_id: r.n for r in seats} == {m: 4 for m in ids}
-    results = Counter(json.loads(r)["matchId"] for r in redis_client.lrange(f"ratings:results:{RULESET}", 0, -1))
+    results = Counter(json.loads(r)["matchId"] for r in redis_client.lrange(rating_results_key(RULESET), 0, -1))
     assert {m: results[m] for m in ids} == {m: 1 for m in ids}, "each match rated exactly once"
     [standings] = query(url, "SELECT standings FROM tournaments WHERE id = :t", t=tid)
     assert standings[0] == final["standings"]
@@ -348,13 +356,13 @@ def test_a_worker_killed_while_its_settlement_waits_on_the_database_loses_and_do
                 return rows[0][0] >= 1
 
             await asyncio.to_thread(wait_until, waiting, "the settlement to wait on the locked table")
-            assert redis_client.sismember("ratings:applied", match_id), "the rating was applied before the archive"
+            assert redis_client.sismember(ratings_applied_key(RULESET), match_id), "the rating was applied before the archive"
             workers.kill_everything()
             release.set()
             await holder
             workers.replace()
             await asyncio.to_thread(
-                wait_until, lambda: redis_client.zscore(UNSETTLED, match_id) is None, "the settlement", timeout=60
+                wait_until, lambda: redis_client.zscore(match_home_key(match_id, "unsettled"), match_id) is None, "the settlement", timeout=60
             )
             return match_id
         finally:

@@ -16,6 +16,7 @@ import redis
 
 from service.store.archive import migrate
 from service.store.embedded_postgres import _binaries
+from service.store.keys import match_home_key
 from tests.service.arena_client import REPO, first_legal, wait_until
 from tests.service.conftest import embedded_redis_url
 
@@ -60,8 +61,8 @@ def test_backup_during_play_wipe_and_restore_loses_nothing_acknowledged(
             wait_until(lambda m=match_id: api.http.get(f"/api/matches/{m}/record").status_code == 200,
                        "the match to finish", 30)
         client = redis.Redis.from_url(redis_url)
-        wait_until(lambda: client.zcard("matches:unsettled") == 0 and not any(
-            client.zscore("matches:live", m) for m in finished), "the matches to be archived", 30)
+        wait_until(lambda: not any(
+            client.zscore(match_home_key(m, "unsettled"), m) or client.zscore(match_home_key(m, "live"), m) for m in finished), "the matches to be archived", 30)
         for match_id in finished:
             records[match_id] = api.http.get(f"/api/matches/{match_id}/record").json()
         leaderboard = api.data(LEADERBOARD)["leaderboard"]

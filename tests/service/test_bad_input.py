@@ -14,6 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
+from service.store.keys import match_home_key
+
 CODES = {
     "UNAUTHENTICATED", "FORBIDDEN", "NOT_FOUND", "BAD_INPUT", "NOT_YOUR_TURN", "ILLEGAL_MOVE",
     "STALE_VERSION", "MATCH_NOT_ACTIVE", "RATE_LIMITED", "LIMIT_EXCEEDED",
@@ -90,7 +92,7 @@ def snapshot(redis_client: Any, match_id: str) -> tuple[Any, ...]:
         redis_client.hgetall(f"{{m:{match_id}}}:match"),
         redis_client.xlen(events),
         redis_client.xrevrange(events, count=1),
-        redis_client.zscore("deadlines", match_id),
+        redis_client.zscore(match_home_key(match_id, "deadlines"), match_id),
     )
 
 
@@ -690,4 +692,4 @@ def test_a_match_stored_in_a_form_the_server_cannot_read_is_its_fault_not_the_cl
     assert api.match(other)["id"] == other
     # gone again, with its place among the sweeper's and its creator's matches
     redis_client.delete(f"{{m:{match_id}}}:match", f"{{m:{match_id}}}:events", f"{{b:{bot_id}}}:waiting")
-    redis_client.zrem("deadlines", match_id)
+    redis_client.zrem(match_home_key(match_id, "deadlines"), match_id)

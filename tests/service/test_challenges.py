@@ -2,8 +2,10 @@
 once enough have accepted. Declined, accepted and played to the end; an open challenge; expiry
 (on reading, and by the workers' clock, which frees the challenger's creation limit); a bot
 that refuses challenges; bad input refused with its code, changing nothing; racing accepts
-making one match; the challenge on the challenged bot's turn stream; the REST mirror; and
-``wizard-arena play --challenges``, which answers them and plays their match.
+making one match; the challenge on the challenged bot's turn stream; the REST mirror;
+``wizard-arena play --challenges``, which answers them and plays their match; and, on the
+service's own classes, a challenge made or cancelled by a process that dies half way,
+completed by the workers' clock.
 
 Real API and worker processes on the test Redis; waits are bounded polls of the state."""
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import threading
 import time
 from collections.abc import Iterator
@@ -20,11 +23,12 @@ from typing import Any
 
 import pytest
 
-from service.domain.challenges import NewChallenge
+from service.domain.challenges import START_GRACE_MS, NewChallenge
 from service.domain.matches import Caller
 from service.errors import ChallengeRefused
-from service.model.challenge import ChallengeAnswer, ChallengePolicy
-from service.store.keys import CHALLENGES_DUE, bot_invited_channel
+from service.model.challenge import ChallengeAnswer, ChallengePolicy, ChallengeStatus
+from service.store.clock import now_ms
+from service.store.keys import CHALLENGES_DUE, bot_invited_channel, bot_waiting_key
 from tests.service.arena_client import Process, wait_for_subscription, wait_until
 from tests.service.test_rest_api import ok, rest
 from tests.service.test_tournaments import Player
@@ -375,3 +379,118 @@ def test_a_challenge_the_clock_cannot_handle_is_tried_again_later_not_first_each
 
     asyncio.run(work())
     assert redis_client.zscore(CHALLENGES_DUE, made["id"]) > time.time() * 1000
+
+
+# ---------------------------------------------------------------------- in this process: a process that dies half way
+
+
+async def _dies(*args: Any, **kwargs: Any) -> None:
+    raise ConnectionError("the process dies here")
+
+
+def test_a_challenge_its_process_stored_but_did_not_publish_is_published_by_the_clock(
+        services: Any, redis_client: Any) -> None:
+    """The challenge is stored (in its challenger's slot, counted among its waiting), and its
+    process dies before the rest (the open challenges, the bots' lists, the telling): nobody
+    is offered it until the clock, due to look soon, publishes it."""
+    challenger = Caller(secrets.token_hex(8), "challenger")
+
+    async def work() -> tuple[Any, bool, float, bool, float, bool]:
+        svc = services.challenges
+        try:
+            publish, svc.store.publish = svc.store.publish, _dies
+            try:
+                with pytest.raises(ConnectionError):
+                    await svc.create(challenger, NewChallenge(ruleset="WIZARD_JUNIOR", players=3))
+            finally:
+                svc.store.publish = publish
+            [cid] = await svc.store.of_bot(challenger.bot_id, 10)
+            stored = await svc.store.load(cid)
+            offered = cid in await svc.store.open_to_anyone(now_ms(), 1000)
+            due = await services.redis.zscore(CHALLENGES_DUE, cid)
+            redis_client.zadd(CHALLENGES_DUE, {cid: 0})  # (past the grace the clock leaves its process)
+            await svc.sweep()
+            offered_after = cid in await svc.store.open_to_anyone(now_ms(), 1000)
+            counted = await services.redis.zscore(bot_waiting_key(challenger.bot_id), cid) is not None
+            return stored, offered, due, offered_after, await services.redis.zscore(CHALLENGES_DUE, cid), counted
+        finally:
+            await services.close()
+
+    stored, offered, due, offered_after, due_after, counted = asyncio.run(work())
+    assert stored.status is ChallengeStatus.OPEN and counted
+    assert not offered and due <= stored.created_ms + START_GRACE_MS  # not offered yet, and due soon
+    assert offered_after and due_after == stored.expires_ms  # offered, and due at its expiry
+
+
+def test_a_cancel_its_process_stored_but_did_not_publish_is_published_by_the_clock(
+        services: Any, redis_client: Any) -> None:
+    """The cancel is stored (the challenger's limit freed with it, in the same script), and its
+    process dies before the rest: the challenge is due soon, and the clock takes it off the
+    open challenges and off those due."""
+    challenger = Caller(secrets.token_hex(8), "challenger")
+
+    async def work() -> tuple[Any, bool, bool, float, bool, float | None]:
+        svc = services.challenges
+        try:
+            made = await svc.create(challenger, NewChallenge(ruleset="WIZARD_JUNIOR", players=3))
+            publish, svc.store.publish = svc.store.publish, _dies
+            try:
+                with pytest.raises(ConnectionError):
+                    await svc.cancel(challenger, made.id)
+            finally:
+                svc.store.publish = publish
+            stored = await svc.store.load(made.id)
+            counted = await services.redis.zscore(bot_waiting_key(challenger.bot_id), made.id) is not None
+            offered = made.id in await svc.store.open_to_anyone(now_ms(), 1000)
+            due = await services.redis.zscore(CHALLENGES_DUE, made.id)
+            redis_client.zadd(CHALLENGES_DUE, {made.id: 0})  # (past the grace the clock leaves its process)
+            await svc.sweep()
+            offered_after = made.id in await svc.store.open_to_anyone(now_ms(), 1000)
+            return stored, counted, offered, due, offered_after, await services.redis.zscore(CHALLENGES_DUE, made.id)
+        finally:
+            await services.close()
+
+    stored, counted, offered, due, offered_after, due_after = asyncio.run(work())
+    assert stored.status is ChallengeStatus.CANCELLED and not counted
+    assert offered and due <= now_ms() + START_GRACE_MS  # still offered (readers see it CANCELLED), due soon
+    assert not offered_after and due_after is None
+
+
+def test_of_commits_racing_from_one_version_one_applies(services: Any) -> None:
+    """Five bots' accepts of one open challenge, each decided on the same version read and
+    committed at once: the compare-and-set (in the challenger's slot) lets one through."""
+    challenger = Caller(secrets.token_hex(8), "challenger")
+
+    async def work() -> tuple[list[bool], Any]:
+        svc = services.challenges
+        try:
+            made = await svc.create(challenger, NewChallenge(ruleset="WIZARD_JUNIOR", players=3))
+            read = await svc.store.load(made.id)
+            answers = [read.answered(secrets.token_hex(8), f"bot {n}", ChallengeAnswer.ACCEPTED, now_ms(), None)
+                       for n in range(5)]
+            applied = await asyncio.gather(*(svc._commit(read, after, after.accepted[0]) for after in answers))
+            return list(applied), await svc.store.load(made.id)
+        finally:
+            await services.close()
+
+    applied, stored = asyncio.run(work())
+    assert applied.count(True) == 1 and stored.version == 2 and len(stored.accepted) == 1
+
+
+def test_waiting_entries_past_their_time_hold_no_place_of_the_challengers_limit(services: Any, redis_client: Any) -> None:
+    """The challenger's waiting set is full, but only of entries past their time (a challenge
+    expired, a match past its abort, whose step that was to drop them died): a new challenge
+    is made, and they are gone."""
+    challenger = Caller(secrets.token_hex(8), "challenger")
+    waiting = bot_waiting_key(challenger.bot_id)
+    limit = services.settings.waiting_matches_per_bot
+    redis_client.zadd(waiting, {f"gone-{n}": now_ms() - 1_000 for n in range(limit)})
+
+    async def work() -> Any:
+        try:
+            return await services.challenges.create(challenger, NewChallenge(ruleset="WIZARD_JUNIOR", players=3))
+        finally:
+            await services.close()
+
+    made = asyncio.run(work())
+    assert [m.decode() for m in redis_client.zrange(waiting, 0, -1)] == [made.id]

@@ -15,12 +15,12 @@ from typing import Any
 
 import httpx
 import pytest
-from redis.asyncio import Redis as AsyncRedis
 
 from service.model.live_match import MatchStatus
 from service.store.clock import now_ms
-from service.store.keys import DEADLINES, events_key, match_key
+from service.store.keys import events_key, match_home_key, match_key
 from service.store.matches import MatchStore
+from service.store.redis_client import open_async
 from service.store.script_line import ScriptLine
 from tests.service.conftest import first_action
 from tests.service.test_tournaments import CANCEL as CANCEL_TOURNAMENT
@@ -340,10 +340,10 @@ def test_a_commit_with_a_stale_event_id_is_refused_even_at_the_right_version(api
 
     def stored() -> tuple[Any, ...]:
         return (*redis_client.hmget(match_key(match_id), "version", "state", "live", "eid"),
-                redis_client.xlen(events_key(match_id)), redis_client.zscore(DEADLINES, match_id))
+                redis_client.xlen(events_key(match_id)), redis_client.zscore(match_home_key(match_id, "deadlines"), match_id))
 
     async def work() -> None:
-        client = AsyncRedis.from_url(redis_url)
+        client = open_async(redis_url, max_connections=16, timeout=10, client_name="test")
         scripts = ScriptLine(client)
         store = MatchStore(client, scripts)
         try:
@@ -375,4 +375,4 @@ def test_a_commit_with_a_stale_event_id_is_refused_even_at_the_right_version(api
     try:
         asyncio.run(work())
     finally:
-        redis_client.zrem(DEADLINES, match_id)  # nobody will play it on
+        redis_client.zrem(match_home_key(match_id, "deadlines"), match_id)  # nobody will play it on

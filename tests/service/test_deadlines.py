@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from service.model.live_match import MatchStatus, SeatHolder
-from service.store.keys import events_key
+from service.store.keys import CLOCK_HEARTBEATS, events_key
+from service.store.redis_client import open_sync
 from tests.engine.conftest import stacked
-from tests.service.arena_client import first_legal
+from tests.service.arena_client import first_legal, wait_until
 from tests.service.conftest import TIMEOUT_MS, first_action, live_match
 from tests.service.ws_client import Completed, GraphQLWS
 from wizard import Move, Phase
@@ -30,10 +31,25 @@ seats { seat bid timeouts hand }
 MATCH_UPDATES = "subscription($m: ID!) { matchUpdates(matchId: $m) { " + VIEW + " } }"
 
 
+def clock_going(redis_url: str, since_ms: int) -> None:
+    """Wait until a worker's clock has gone round since ``since_ms`` (its heartbeat): a worker
+    process takes seconds to start on a busy machine, and a deadline due before it sweeps
+    would be late by that."""
+    client = open_sync(redis_url)
+    try:
+        wait_until(lambda: any(int(beat) >= since_ms for beat in client.hvals(CLOCK_HEARTBEATS)),
+                   "the worker's clock to go round", timeout=60)
+    finally:
+        client.close()
+
+
 @pytest.fixture(scope="module")
-def worker(start_worker: Any) -> Any:
-    """This module's worker, stopped after it (the last test kills it and starts another)."""
+def worker(start_worker: Any, redis_url: str) -> Any:
+    """This module's worker, its clock going round, stopped after it (the last test kills it
+    and starts another)."""
+    started = int(time.time() * 1000)
     process = start_worker(ARENA_MATCH_EVENTS_KEPT="0")  # every event kept: the tests read the whole log
+    clock_going(redis_url, started)
     yield process
     process.stop()
 
@@ -216,7 +232,7 @@ def test_a_late_move_racing_its_timeout_applies_once(api, worker, redis_client):
     assert [e["v"] for e in log] == list(range(1, match["version"] + 1))  # one event per version
 
 
-def test_matches_move_on_after_their_worker_is_killed_and_another_started(api, worker, start_worker):
+def test_matches_move_on_after_their_worker_is_killed_and_another_started(api, worker, start_worker, redis_url):
     first = worker  # the only worker running
     second = None
     try:
@@ -242,7 +258,9 @@ def test_matches_move_on_after_their_worker_is_killed_and_another_started(api, w
             first.stop(sig_kill=True)
             assert first.popen.returncode == -9
             counts = {m: api.match(m)["seats"][seats[m]]["timeouts"] for m in matches}
+            started = int(time.time() * 1000)
             second = start_worker()
+            clock_going(redis_url, started)
             for match_id in matches:
                 wait_for_timeouts(match_id, counts[match_id] + 2)
         for match_id in matches:

@@ -12,6 +12,7 @@ other module's worker pairs its ladders with other settings."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import time
@@ -20,17 +21,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from redis.asyncio import Redis
 
 from ranking.ratings import elo_deviation_after
 from service.domain.ladders import house_kinds, ladder_standing
+from service.domain.matches import Caller
 from service.model.homes import homed_match_id
 from service.settings import Settings
-from service.store.keys import bot_ladder_state_key
-from service.store.ladders import LadderStore
+from service.store.embedded_cluster import EmbeddedCluster
+from service.store.embedded_redis import EmbeddedRedis
+from service.store.keys import (
+    bot_key,
+    bot_ladder_state_key,
+    bot_ladders_key,
+    ladder_members_key,
+    ladder_seat_field,
+)
+from service.store.ladders import LadderStore, LockLost
 from service.store.ratings import StoredRating
+from service.store.redis_client import open_async
 from tests.service.arena_client import Api, Process, wait_until
-from tests.service.conftest import embedded_redis_url
+from tests.service.conftest import ON_CLUSTER
 
 LADDER_ENV = {
     "ARENA_LADDER_PAIR_SECONDS": "0.2",
@@ -53,16 +63,31 @@ LEADERBOARD = (
 )
 
 
-@pytest.fixture(scope="module")
-def ladder_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A Redis of this module's own."""
-    yield from embedded_redis_url(tmp_path_factory.mktemp("ladder-redis"))
+def own_redis(folder: Path) -> Iterator[dict[str, str]]:
+    """A Redis of this module's own (with ARENA_TEST_REDIS=cluster, a cluster of 3 masters,
+    and a Redis of its own for RQ's queue, so that no other worker takes its jobs): the
+    settings that name it."""
+    queue = EmbeddedRedis(folder / "queue", appendonly=False)
+    server: EmbeddedCluster | EmbeddedRedis = (
+        EmbeddedCluster(folder / "cluster", masters=3, replicas=0) if ON_CLUSTER
+        else EmbeddedRedis(folder / "redis", appendonly=False)
+    )
+    try:
+        yield {"REDIS_URL": server.start(), "ARENA_QUEUE_URL": queue.start()}
+    finally:
+        queue.stop()
+        server.stop()
 
 
 @pytest.fixture(scope="module")
-def ladder_api(start_api: Any, start_worker: Any, ladder_redis: str) -> Iterator[tuple[Api, Process]]:
+def ladder_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    yield from own_redis(tmp_path_factory.mktemp("ladder-redis"))
+
+
+@pytest.fixture(scope="module")
+def ladder_api(start_api: Any, start_worker: Any, ladder_redis: dict[str, str]) -> Iterator[tuple[Api, Process]]:
     """An API and a worker on this module's Redis, with the ladder's test settings."""
-    env = {"REDIS_URL": ladder_redis, **LADDER_ENV}
+    env = {**ladder_redis, **LADDER_ENV}
     api, worker = start_api(**env), start_worker(**env)
     yield api, worker
     worker.stop()  # (before its Redis goes)
@@ -95,6 +120,33 @@ def ladder_matches(api: Api, bot_id: str) -> list[dict[str, Any]]:
 def member(api: Api, ruleset: str, players: int, bot_id: str) -> dict[str, Any] | None:
     rows = api.data(LADDER, {"r": ruleset, "p": players})["ladder"]
     return next((r for r in rows if r["bot"]["id"] == bot_id), None)
+
+
+#: the pairing locks this module's tests took, released by ``let_go`` however a test ends
+TAKEN: list[tuple[str, str]] = []
+
+
+async def pass_lock(store: LadderStore, ladder: str) -> str:
+    """The ladder's pairing lock, as a pass takes it (waiting for a worker's pass to let go)."""
+    for _ in range(200):
+        token = await store.lock(ladder, 30)
+        if token is not None:
+            TAKEN.append((ladder, token))
+            return token
+        await asyncio.sleep(0.05)  # (a bounded poll: a worker's pass holds it for milliseconds)
+    raise AssertionError(f"the pairing lock of {ladder} stayed taken")
+
+
+async def held(store: LadderStore, ladder: str, bots: list[str]) -> list[tuple[int, tuple[str, ...]]]:
+    """Each bot's ladder matches (all ladders: what the cap counts) and its places at ``ladder``'s tables."""
+    facts = await store.facts(ladder, bots)
+    return [(f.playing, tuple(await store.places(ladder, b))) for b, f in zip(bots, facts, strict=True)]
+
+
+async def let_go(store: LadderStore) -> None:
+    """The locks the test took, released (one that failed half way leaves none to the next)."""
+    while TAKEN:
+        await store.unlock(*TAKEN.pop())
 
 
 def test_sdk_bots_on_the_ladder_play_rated_matches_and_move_the_ratings_with_no_organiser(
@@ -230,7 +282,7 @@ def test_a_bot_that_retires_leaves_its_ladders_at_the_next_pass(ladder_api: tupl
 
 
 def test_a_table_a_dead_pass_stored_but_never_started_is_started_by_the_next_or_dropped_when_old(
-    ladder_api: tuple[Api, Process], ladder_redis: str
+    ladder_api: tuple[Api, Process], ladder_redis: dict[str, str]
 ) -> None:
     api, worker = ladder_api
     bots = [api.register() for _ in range(3)]
@@ -240,13 +292,16 @@ def test_a_table_a_dead_pass_stored_but_never_started_is_started_by_the_next_or_
     seats += [{"id": f"house-{k.lower()}", "name": k, "house": k} for k in ("HEURISTIC", "RANDOM", "SEARCH")]
 
     async def a_pass_dies_after_storing_its_tables() -> None:
-        redis = Redis.from_url(ladder_redis)
+        redis = open_async(ladder_redis["REDIS_URL"], max_connections=4, timeout=5, client_name="test")
         try:
+            store = LadderStore(redis)
+            token = await pass_lock(store, "WIZARD_JUNIOR:6")
             for table_id, age_ms in (("young", 0), ("old", 120_000)):
                 table = {"seats": seats, "seed": f"seed-{table_id}", "duplicate": False,
                          "created": int(time.time() * 1000) - age_ms}
-                assert await LadderStore(redis).store_table("WIZARD_JUNIOR:6", table_id, table, 1, ids, ids, 10)
+                assert await store.store_table("WIZARD_JUNIOR:6", token, table_id, table, 1, ids, ids, 10)
         finally:
+            await let_go(store)
             await redis.aclose()
 
     asyncio.run(a_pass_dies_after_storing_its_tables())
@@ -263,8 +318,8 @@ def roomy_ladder_api(
 ) -> Iterator[tuple[Api, Process]]:
     """An API and a worker on another Redis of this module's, whose cap leaves a bot room for a
     whole duplicate set of 3 matches (so that the pairing deals them)."""
-    for url in embedded_redis_url(tmp_path_factory.mktemp("roomy-ladder-redis")):
-        env = {"REDIS_URL": url, **LADDER_ENV, "ARENA_LADDER_MAX_MATCHES": "3", "ARENA_LADDER_MOVE_TIMEOUT_MS": "3000",
+    for own in own_redis(tmp_path_factory.mktemp("roomy-ladder-redis")):
+        env = {**own, **LADDER_ENV, "ARENA_LADDER_MAX_MATCHES": "3", "ARENA_LADDER_MOVE_TIMEOUT_MS": "3000",
                "ARENA_LADDER_DUPLICATE_SETS": "true",
                "ARENA_LADDER_PAUSE_AFTER_TIMEOUTS": "3"}
         api, worker = start_api(**env), start_worker(**env)
@@ -365,14 +420,17 @@ def test_an_old_unstarted_table_whose_first_match_was_made_is_kept_in_play(servi
     async def run() -> None:
         try:
             store = services.ladders.store
-            assert await store.store_table(ladder, table_id, table, 1, ids, ids, 10)
+            token = await pass_lock(store, ladder)
+            assert await store.store_table(ladder, token, table_id, table, 1, ids, ids, 10)
             await services.ladders._start(ladder, table_id, table, 0)  # (then the pass died)
             await services.ladders._finish_unstarted(ladder, {table_id: table})
+            await store.unlock(ladder, token)
             assert await store.table(ladder, table_id) is not None
             assert table_id not in await store.unstarted(ladder)
-            assert [f.playing for f in await store.facts("WIZARD", ids)] == [1, 1, 1]
-            await store.drop_table(ladder, table_id, 1, ids)  # (tidy: no other test meets it)
+            assert [f.playing for f in await store.facts(ladder, ids)] == [1, 1, 1]
+            await store.drop_table(ladder, table_id, ids)  # (tidy: no other test meets it)
         finally:
+            await let_go(services.ladders.store)
             await services.close()
 
     asyncio.run(run())
@@ -395,7 +453,9 @@ def test_a_bots_ladders_count_its_matches_per_ladder_without_reading_any_ladders
                       ("WIZARD_JUNIOR:3", f"c{suffix}", False)]
             for ladder, table_id, duplicate in tables:
                 table = {"seats": seats, "seed": "s", "duplicate": duplicate, "created": 0}
-                assert await store.store_table(ladder, table_id, table, 3 if duplicate else 1, ids, ids, 10)
+                token = await pass_lock(store, ladder)
+                assert await store.store_table(ladder, token, table_id, table, 3 if duplicate else 1, ids, ids, 10)
+                await store.unlock(ladder, token)
                 await store.started(ladder, table_id)
 
             async def no_tables(ladder: str) -> dict[str, Any]:
@@ -405,16 +465,18 @@ def test_a_bots_ladders_count_its_matches_per_ladder_without_reading_any_ladders
             rows = await ladders.memberships(ids[0], "counted")
             assert [(m.ruleset, m.playing) for m in rows] == [("WIZARD", 4), ("WIZARD_JUNIOR", 1)]
             assert (await ladders.membership(ids[1], "counted", "WIZARD", 3)).playing == 4
-            assert [f.playing for f in await store.facts("WIZARD", ids)] == [5, 5, 5]  # (the cap's: all ladders)
-            assert await store.end_table("WIZARD:3", f"a{suffix}", 3, dict.fromkeys(ids, False), 0, "")
-            await store.drop_table("WIZARD_JUNIOR:3", f"c{suffix}", 1, ids)
+            assert [f.playing for f in await store.facts("WIZARD:3", ids)] == [5, 5, 5]  # (the cap's: all ladders)
+            assert await store.end_table("WIZARD:3", f"a{suffix}", dict.fromkeys(ids, False), 0, "")
+            assert not await store.end_table("WIZARD:3", f"a{suffix}", dict.fromkeys(ids, False), 0, "")  # (once)
+            await store.drop_table("WIZARD_JUNIOR:3", f"c{suffix}", ids)
             rows = await ladders.memberships(ids[0], "counted")
             assert [(m.ruleset, m.playing) for m in rows] == [("WIZARD", 1), ("WIZARD_JUNIOR", 0)]
-            assert [f.playing for f in await store.facts("WIZARD", ids)] == [1, 1, 1]
-            await store.drop_table("WIZARD:3", f"b{suffix}", 1, ids)
+            assert [f.playing for f in await store.facts("WIZARD:3", ids)] == [1, 1, 1]
+            await store.drop_table("WIZARD:3", f"b{suffix}", ids)
             for ladder in ("WIZARD:3", "WIZARD_JUNIOR:3"):
                 await store.leave(ladder, ids[0])
         finally:
+            await let_go(services.ladders.store)
             await services.close()
 
     asyncio.run(run())
@@ -441,7 +503,7 @@ def test_a_table_is_one_match_unless_duplicate_sets_are_asked_for_even_with_room
             ids = [(await services.bots.register(f"dup{time.time_ns() % 10**9}x{i}", address=f"dup-{i}"))[1]["id"] for i in range(5)]
             for bot_id in ids:
                 await store.join(ladder, bot_id)
-            assert await ladders._pair(ladder) >= 1
+            assert await ladders._pair(ladder, token) >= 1
             mine = [t for t in (await store.tables(ladder)).values() if {s["id"] for s in t["seats"]} == set(ids)]
             assert len(mine) == 1 and mine[0]["duplicate"] is False
             for bot_id in ids:
@@ -461,15 +523,18 @@ def test_the_meetings_a_pass_reads_are_those_of_the_bots_asked_about_with_each_o
     async def run() -> None:
         try:
             store = services.ladders.store
+            token = await pass_lock(store, ladder)
             for table_id, bots in ((f"t1{suffix}", [a, b, c]), (f"t2{suffix}", [a, b, d])):
                 table = {"seats": [{"id": x, "name": x, "house": None} for x in bots], "seed": "s",
                          "duplicate": False, "created": 0}
-                assert await store.store_table(ladder, table_id, table, 1, bots, bots, 10)
-                await store.drop_table(ladder, table_id, 1, bots)
+                assert await store.store_table(ladder, token, table_id, table, 1, bots, bots, 10)
+                await store.drop_table(ladder, table_id, bots)
+            await store.unlock(ladder, token)
             assert await store.meetings_among(ladder, [b, a, d, a]) == {
                 frozenset((a, b)): 2, frozenset((a, d)): 1, frozenset((b, d)): 1}
             assert await store.meetings_among(ladder, [c]) == {}
         finally:
+            await let_go(services.ladders.store)
             await services.close()
 
     asyncio.run(run())
@@ -491,16 +556,148 @@ def test_a_bot_retired_or_paused_after_the_pass_read_it_is_seated_at_no_new_tabl
                 ids.append(bot["id"])
             table = {"seats": [{"id": b, "name": b, "house": None} for b in ids], "seed": "late",
                      "duplicate": False, "created": int(time.time() * 1000)}
+            token = await pass_lock(store, ladder)
             await services.bots.bots.retire(ids[0])
-            assert not await store.store_table(ladder, f"retired{time.time_ns()}", table, 1, ids, ids, 10)
+            # (the retired bot seated last: the places reserved before it are released)
+            refused = [f"retired{time.time_ns()}", f"paused{time.time_ns()}"]
+            assert not await store.store_table(ladder, token, refused[0], table, 1, ids, ids[::-1], 10)
             await services.redis.hset(bot_ladder_state_key(ids[1]), mapping={"paused": 1, "reason": "test"})
-            assert not await store.store_table(ladder, f"paused{time.time_ns()}", table, 1, ids[1:], ids[1:], 10)
-            assert [f.playing for f in await store.facts("WIZARD", ids)] == [0, 0, 0]
+            assert not await store.store_table(ladder, token, refused[1], table, 1, ids[1:], ids[:0:-1], 10)
+            assert await held(store, ladder, ids) == [(0, ())] * 3
             assert await store.meetings_among(ladder, ids) == {}
+            assert not set(refused) & (set(await store.pending(ladder)) | set(await store.tables(ladder)))
             table_id = f"fine{time.time_ns()}"  # (the third, alone with the fourth seat's house bots, is fine)
-            assert await store.store_table(ladder, table_id, table, 1, ids[2:], ids[2:], 10)
-            await store.drop_table(ladder, table_id, 1, ids[2:])
+            assert await store.store_table(ladder, token, table_id, table, 1, ids[2:], ids[2:], 10)
+            await store.drop_table(ladder, table_id, ids[2:])
+            await store.unlock(ladder, token)
         finally:
+            await let_go(services.ladders.store)
             await services.close()
 
     asyncio.run(run())
+
+
+def test_a_pass_that_dies_while_seating_a_table_holds_no_place_past_the_next_pass(services: Any, redis_url: str) -> None:
+    """A table's bots' places are reserved in their own slots before the table is stored in the
+    ladder's: a pass that dies in between leaves the table pending, and the next pass releases
+    the places (the cap counts them no longer); a pass whose lock lapsed stores nothing and
+    holds nothing; a place whose table is neither in play nor pending (reserved by a pass that
+    lost its lock after the next one cleaned up) is released by the next pass that reads its bot."""
+    from service.domain.ladders import LadderService
+
+    ladder = "WIZARD_JUNIOR_CLASSIC:3"
+    settings = Settings(REDIS_URL=redis_url, ladder_max_matches=2, ladder_house_bots=[])
+
+    async def run() -> None:
+        try:
+            store = services.ladders.store
+            ladders = LadderService(store, services.matches, services.ratings, settings)
+            ids = [(await services.bots.register(f"dies{time.time_ns() % 10**9}x{i}", address=f"dies-{i}"))[1]["id"]
+                   for i in range(3)]
+            table = {"seats": [{"id": b, "name": b, "house": None} for b in ids], "seed": "dies",
+                     "duplicate": False, "created": int(time.time() * 1000)}
+
+            async def dies(*args: Any, **kwargs: Any) -> Any:
+                raise ConnectionError("the pass dies here")
+
+            token = await pass_lock(store, ladder)
+            stores_tables, store._store_table = store._store_table, dies  # type: ignore[method-assign]
+            with pytest.raises(ConnectionError):
+                await store.store_table(ladder, token, "died", table, 2, ids, ids, 2)
+            store._store_table = stores_tables  # type: ignore[method-assign]
+            assert await held(store, ladder, ids) == [(2, ("died",))] * 3
+            assert "died" in await store.pending(ladder)
+            # the cap holds meanwhile: no other table seats them
+            assert not await store.store_table(ladder, token, "another", table, 1, ids, ids, 2)
+            await store.unlock(ladder, token)
+
+            # the next pass (no member to seat: the bots never joined) releases the places
+            assert await ladders.pair(ladder) == 0
+            assert await held(store, ladder, ids) == [(0, ())] * 3
+            assert not {"died", "another"} & (set(await store.pending(ladder)) | set(await store.tables(ladder)))
+
+            # a pass whose lock lapsed: nothing stored, nothing held
+            token = await pass_lock(store, ladder)
+            await store.unlock(ladder, token)
+            with pytest.raises(LockLost):
+                await store.store_table(ladder, token, "late", table, 1, ids, ids, 2)
+            assert [f.playing for f in await store.facts(ladder, ids)] == [0, 0, 0]
+
+            # a stray place of a member, its table nowhere: released by the next pass
+            await store.join(ladder, ids[0])
+            token = await pass_lock(store, ladder)
+            await store._reserve_place(keys=[bot_ladder_state_key(ids[0]), bot_key(ids[0])],
+                                       args=[ladder_seat_field(ladder, "stray"), 1, 2, f"playing:{ladder}"])
+            await store.unlock(ladder, token)
+            assert await held(store, ladder, ids[:1]) == [(1, ("stray",))]
+            assert await ladders.pair(ladder) == 0  # (one member: no table)
+            assert await held(store, ladder, ids[:1]) == [(0, ())]
+            await store.leave(ladder, ids[0])
+        finally:
+            await let_go(services.ladders.store)
+            await services.close()
+
+    asyncio.run(run())
+
+
+def test_a_join_or_leave_that_died_half_way_shows_no_member_on_the_ladder(services: Any) -> None:
+    """The ladder's list is written first on joining and removed last on leaving; a bot is a
+    member when its own record says so: a name on the list without it is neither listed nor
+    paired."""
+    ladder, ruleset, players = "WIZARD_JUNIOR:5", "WIZARD_JUNIOR", 5
+
+    async def run() -> None:
+        try:
+            ladders = services.ladders
+            _, bot = await services.bots.register(f"half{time.time_ns() % 10**9}", address="half")
+            await services.redis.zadd(ladder_members_key(ladder), {bot["id"]: 1})  # (the join died here)
+            listed = await ladders.members(ruleset, players, 1000)
+            assert bot["id"] not in {m.bot_id for m in listed}
+            assert (await ladders.membership(bot["id"], bot["name"], ruleset, players)).state.value == "LEFT"
+            await ladders.join(Caller(bot["id"], bot["name"]), ruleset, players)
+            assert bot["id"] in {m.bot_id for m in await ladders.members(ruleset, players, 1000)}
+            await ladders.leave(Caller(bot["id"], bot["name"]), ruleset, players)
+            assert bot["id"] not in {m.bot_id for m in await ladders.members(ruleset, players, 1000)}
+        finally:
+            await let_go(services.ladders.store)
+            await services.close()
+
+    asyncio.run(run())
+
+
+@pytest.mark.skipif(ON_CLUSTER, reason="a cluster never held ladders under the old names")
+def test_ladders_kept_under_the_old_names_are_moved_once_with_their_places(tmp_path: Path) -> None:
+    """On one server, the ladders kept before each ladder's keys shared a hash tag are moved at
+    the first use of the ladders, and the registered bots at a table in play hold their place
+    there: its end frees what the old table script counted."""
+    ladder, old = "WIZARD:3", "ladder:WIZARD:3:"
+    table = {"seats": [{"id": "old-a", "name": "a", "house": None}, {"id": "old-b", "name": "b", "house": None},
+                       {"id": "house-random", "name": "House Random", "house": "RANDOM"}],
+             "seed": "old", "duplicate": False, "created": 0}
+
+    async def run(url: str) -> None:
+        redis = open_async(url, max_connections=4, timeout=5, client_name="test")
+        try:
+            await redis.sadd("ladders", ladder)
+            await redis.zadd(old + "members", {"old-a": 5, "old-b": 6})
+            await redis.hset(old + "tables", "7ab", json.dumps(table))
+            await redis.hset(old + "meetings", "old-a|old-b", 3)
+            await redis.set(old + "tables-made", 7)
+            for bot in ("old-a", "old-b"):
+                await redis.hset(bot_ladders_key(bot), ladder, 5)
+                await redis.hset(bot_ladder_state_key(bot), mapping={"playing": 1, f"playing:{ladder}": 1})
+            store = LadderStore(redis)
+            assert [b for b, _ in await store.members(ladder, 10)] == ["old-a", "old-b"]
+            assert list(await store.tables(ladder)) == ["7ab"]
+            assert await store.meetings_among(ladder, ["old-a", "old-b"]) == {frozenset(("old-a", "old-b")): 3}
+            assert await store.next_table_id(ladder) > "8"
+            assert await held(store, ladder, ["old-a", "old-b"]) == [(1, ("7ab",))] * 2
+            assert not await redis.exists(old + "members", old + "tables", old + "meetings", old + "tables-made")
+            assert await store.end_table(ladder, "7ab", {"old-a": False, "old-b": False}, 1, "")
+            assert [f.playing for f in await store.facts(ladder, ["old-a", "old-b"])] == [0, 0]
+            assert await LadderStore(redis).tables(ladder) == {}  # (a second process: moved once)
+        finally:
+            await redis.aclose()
+
+    with EmbeddedRedis(tmp_path, appendonly=False) as server:
+        asyncio.run(run(server.url))

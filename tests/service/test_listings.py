@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-import redis
 
 from service.store.keys import match_key
+from service.store.redis_client import open_sync
 from tests.service.test_ratings import RULESET, start_matches, wait_finished, wait_settled
 from tests.service.test_tournaments import Player, create, wait_status, wait_until
 
@@ -56,7 +56,7 @@ class Played:
 
 @pytest.fixture(scope="module")
 def played(api: Any, worker: Any, redis_url: str) -> Iterator[Played]:
-    redis_client = redis.Redis.from_url(redis_url)
+    redis_client = open_sync(redis_url)
     (a, a_id), (b, b_id) = api.register(), api.register()
     with Player(api, a), Player(api, b):
         finished = start_matches(api, [a, b], 3, rated=True) + start_matches(api, [a, b], 1, rated=False)

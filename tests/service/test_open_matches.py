@@ -1,9 +1,10 @@
 """Each bot's open matches (the set that myTurns, awaitTurn without a match and the cap on
-unfinished matches read) are kept by the same scripts that store the match, which also
-tell the bot on its channel: a join notes the match and its end removes it, whether through
-the API or MatchStore alone (no MatchService bookkeeping around it); a match created with
-its seats taken (a tournament's) is noted for each of its registered bots. House bots have
-no such set.
+unfinished matches read) are kept by MatchStore around the scripts that store the match
+(the set is in the bot's slot, not the match's), whose script tells the bot on its channel:
+a join notes the match and its end removes it, whether through the API or MatchStore alone
+(no MatchService bookkeeping around it); a match created with its seats taken (a
+tournament's) is noted for each of its registered bots. House bots have no such set. What
+a crash between those steps leaves is tests/service/test_match_homes.py's.
 
 The in-process tests drive the service's own classes on the test Redis (``asyncio.run``);
 the others talk to a real ``serve`` process. Waits are events or bounded polls."""
@@ -15,14 +16,14 @@ import json
 import secrets
 
 import redis
-from redis.asyncio import Redis as AsyncRedis
 
 from service.domain.matches import Caller
 from service.domain.tournaments import NewTournament
 from service.model.live_match import MatchStatus, SeatHolder
 from service.store.clock import now_ms
-from service.store.keys import DEADLINES, UNSETTLED, bot_channel, bot_matches_key, match_key
+from service.store.keys import bot_channel, bot_matches_key, match_home_key, match_key
 from service.store.matches import MatchStore
+from service.store.redis_client import open_async
 from service.store.script_line import ScriptLine
 from tests.service.arena_client import first_legal, wait_until
 from tests.service.conftest import first_action, house, live_match
@@ -82,12 +83,9 @@ def test_join_match_notes_the_match_for_the_bot_and_its_end_removes_it(api, redi
         body = api.submit(token, match_id, first_legal(turn), turn["version"])
         assert not body.get("errors") or body["errors"][0]["extensions"]["code"] == "STALE_VERSION", body
     wait_until(lambda: api.match(match_id)["status"] == "FINISHED", "the match to finish")
-    # read together: once the match is stored as ended, it is no longer among the bot's open matches
-    with redis_client.pipeline(transaction=True) as pipe:
-        pipe.hget(match_key(match_id), "live")
-        pipe.sismember(bot_matches_key(bot_id), match_id)
-        live, member = pipe.execute()
-    assert json.loads(live)["status"] == "FINISHED" and not member
+    # dropped by the step after the commit that ended it (another slot than the match's)
+    wait_until(lambda: not redis_client.sismember(bot_matches_key(bot_id), match_id), "the match to leave the set")
+    assert json.loads(redis_client.hget(match_key(match_id), "live"))["status"] == "FINISHED"
 
 
 def test_commits_keep_the_bots_open_matches_in_the_same_script(redis_url, redis_client):
@@ -97,7 +95,7 @@ def test_commits_keep_the_bots_open_matches_in_the_same_script(redis_url, redis_
     listener = Listener(redis_client, bot_channel(alice), bot_channel(bob))
 
     async def work() -> None:
-        client = AsyncRedis.from_url(redis_url)
+        client = open_async(redis_url, max_connections=16, timeout=10, client_name="test")
         scripts = ScriptLine(client)
         store = MatchStore(client, scripts)
         try:
@@ -122,7 +120,7 @@ def test_commits_keep_the_bots_open_matches_in_the_same_script(redis_url, redis_
             assert match.status is MatchStatus.FINISHED
             assert not await client.sismember(bot_matches_key(alice), match.id)
             assert not await client.sismember(bot_matches_key(bob), match.id)
-            await client.zrem(UNSETTLED, match.id)  # nobody settles this test's match
+            await client.zrem(match_home_key(match.id, "unsettled"), match.id)  # nobody settles this test's match
         finally:
             await scripts.close()
             await client.aclose()
@@ -138,7 +136,7 @@ def test_a_match_created_with_seats_taken_is_noted_for_its_bots(redis_url, redis
     events = [match.join(seat, holder, now_ms()) for seat, holder in enumerate(holders)]
 
     async def work() -> None:
-        client = AsyncRedis.from_url(redis_url)
+        client = open_async(redis_url, max_connections=16, timeout=10, client_name="test")
         scripts = ScriptLine(client)
         try:
             assert await MatchStore(client, scripts).create(match, events)
@@ -155,7 +153,7 @@ def test_a_match_created_with_seats_taken_is_noted_for_its_bots(redis_url, redis
             assert redis_client.smembers(bot_matches_key(bot_id)) == {match.id.encode()}
         assert not redis_client.sismember(bot_matches_key("house-random"), match.id)
     finally:
-        redis_client.zrem(DEADLINES, match.id)  # nobody will play it
+        redis_client.zrem(match_home_key(match.id, "deadlines"), match.id)  # nobody will play it
 
 
 def test_a_tournament_match_is_in_each_seated_bots_open_matches_and_the_bots_are_told(api, services, redis_client):
@@ -172,7 +170,7 @@ def test_a_tournament_match_is_in_each_seated_bots_open_matches_and_the_bots_are
         t = await tournaments.create(creator, spec)
         try:
             assert await tournaments.advance(t.id)  # starts it: its only table is created
-            match_id = f"{t.id}-r1t0-0"
+            match_id = t.match_ids("r1t0")[0]
             stored = await services.matches.matches.load(match_id)
             assert stored is not None and stored.match.status is MatchStatus.ACTIVE
             assert stored.match.bot_ids() == {bot_id for _, bot_id in bots}
@@ -192,4 +190,4 @@ def test_a_tournament_match_is_in_each_seated_bots_open_matches_and_the_bots_are
             await services.close()
 
     match_id = asyncio.run(work())
-    redis_client.zrem(UNSETTLED, match_id)
+    redis_client.zrem(match_home_key(match_id, "unsettled"), match_id)

@@ -18,14 +18,33 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from rq import Queue
 
 from ranking.ratings import INITIAL_DEVIATION, INITIAL_RATING, elo_deviation_after, elo_update
-from service.store.keys import history_key, leaderboard_key, ratings_key
+from service.domain.ratings import RatingMethod
+from service.model.live_match import LiveMatch, SeatHolder
+from service.store.clock import now_ms
+from service.store.embedded_redis import EmbeddedRedis
+from service.store.keys import (
+    elo_ratings_key,
+    fit_claim_key,
+    fitted_ratings_key,
+    history_key,
+    leaderboard_key,
+    match_home_key,
+    rating_names_key,
+    rating_results_key,
+    ratings_applied_key,
+)
+from service.store.ratings import RatingStore, StoredRating
+from service.store.redis_client import open_async, queue_url
 from tests.service.arena_client import REPO
+from tests.service.conftest import ON_CLUSTER, first_action, live_match
 from tests.service.test_tournaments import Player, check_standings, consenting, create, get, wait_status, wait_until
 from worker import jobs
 
@@ -77,7 +96,7 @@ def wait_finished(api: Any, match_ids: list[str]) -> list[dict[str, Any]]:
 def wait_settled(redis_client: Any, match_ids: list[str]) -> None:
     """An ended match sits in the settlement queue until its settlement job has run."""
     wait_until(
-        lambda: all(redis_client.zscore("matches:unsettled", m) is None for m in match_ids),
+        lambda: all(redis_client.zscore(match_home_key(m, "unsettled"), m) is None for m in match_ids),
         f"the settlement of {match_ids}",
     )
 
@@ -88,7 +107,7 @@ def stored_history(redis_client: Any, identity: str, ruleset: str = RULESET) -> 
 
 def results_of(redis_client: Any, match_ids: set[str], ruleset: str = RULESET) -> Counter:
     """How often each match is in the ruleset's list of rated results (the fit's input)."""
-    rows = (json.loads(r) for r in redis_client.lrange(f"ratings:results:{ruleset}", 0, -1))
+    rows = (json.loads(r) for r in redis_client.lrange(rating_results_key(ruleset), 0, -1))
     return Counter(r["matchId"] for r in rows if r["matchId"] in match_ids)
 
 
@@ -139,7 +158,8 @@ def test_a_refit_waiting_in_the_queue_absorbs_further_asks(services, redis_clien
 
     asyncio.run(work())
     assert queued == [[ruleset], [], [ruleset]]
-    redis_client.delete(f"ratings:fit-queued:{ruleset}", f"leaderboard:{ruleset}:FITTED")
+    redis_client.delete(fit_claim_key(ruleset))
+    redis_client.delete(leaderboard_key(ruleset, "FITTED"))
 
 
 # ---------------------------------------------------------------------- exactly once
@@ -151,7 +171,7 @@ def test_every_rated_match_moves_elo_exactly_once_from_its_final_scores(api, wor
         ids = start_matches(api, [a, b], 4)
         matches = wait_finished(api, ids)
     assert pa.errors == [] and pb.errors == []
-    wait_until(lambda: all(redis_client.sismember("ratings:applied", m) for m in ids), "every rating change")
+    wait_until(lambda: all(redis_client.sismember(ratings_applied_key(RULESET), m) for m in ids), "every rating change")
     assert results_of(redis_client, set(ids)) == Counter({m: 1 for m in ids})
 
     histories = {}
@@ -185,7 +205,7 @@ def test_running_a_settlement_again_changes_nothing(api, worker, redis_client, r
     with Player(api, a), Player(api, b):
         [match_id] = start_matches(api, [a, b], 1)
         wait_finished(api, [match_id])
-    wait_until(lambda: redis_client.sismember("ratings:applied", match_id), "the rating change")
+    wait_until(lambda: redis_client.sismember(ratings_applied_key(RULESET), match_id), "the rating change")
     wait_settled(redis_client, [match_id])
 
     def snapshot() -> Any:
@@ -202,11 +222,16 @@ def test_running_a_settlement_again_changes_nothing(api, worker, redis_client, r
     run_jobs(redis_url, f"from worker.jobs import settle_match\nsettle_match({match_id!r})\nsettle_match({match_id!r})")
     assert snapshot() == before
     # ... and through RQ, run by the worker
-    job = Queue("default", connection=redis_client).enqueue(
-        jobs.settle_match, match_id, job_id=f"again-{match_id}-{uuid.uuid4().hex[:6]}"
-    )
-    wait_until(lambda: job.get_status(refresh=True) in ("finished", "failed"), "the repeated settlement job")
-    assert job.get_status() == "finished"
+    # (RQ's queue: on a cluster, a Redis of its own)
+    queue = redis.Redis.from_url(queue_url(redis_url, os.environ.get("ARENA_QUEUE_URL")))
+    try:
+        job = Queue("default", connection=queue).enqueue(
+            jobs.settle_match, match_id, job_id=f"again-{match_id}-{uuid.uuid4().hex[:6]}"
+        )
+        wait_until(lambda: job.get_status(refresh=True) in ("finished", "failed"), "the repeated settlement job")
+        assert job.get_status() == "finished"
+    finally:
+        queue.close()
     assert snapshot() == before
 
 
@@ -217,7 +242,7 @@ def test_settling_a_finished_tournament_again_changes_nothing(api, worker, redis
     final = wait_status(api, t["id"], "FINISHED")
     ids = [m["id"] for m in final["matches"]]
     assert len(ids) == 2 * 2  # 4 entrants at tables of 3: 2 tables a round, with a house fill
-    wait_until(lambda: all(redis_client.sismember("ratings:applied", m) for m in ids), "every rating change")
+    wait_until(lambda: all(redis_client.sismember(ratings_applied_key(RULESET), m) for m in ids), "every rating change")
     before = (final, results_of(redis_client, set(ids)), stored_history(redis_client, "house-random"))
     assert before[1] == Counter({m: 1 for m in ids})
     calls = "\n".join(f"settle_match({m!r})" for m in ids)
@@ -255,7 +280,7 @@ def test_unrated_and_stacked_matches_move_no_rating(api, worker, redis_client):
         bot = bot_ratings(api, bot_id)
         assert bot["ratings"] == [] and bot["ratingHistory"] == []
         assert bot_id not in {e["bot"]["id"] for e in board(api)}
-    assert not any(redis_client.sismember("ratings:applied", m) for m in ids)
+    assert not any(redis_client.sismember(ratings_applied_key(RULESET), m) for m in ids)
     assert results_of(redis_client, set(ids)) == Counter()
     for identity in ("house-heuristic", "house-random"):
         assert not {h["matchId"] for h in stored_history(redis_client, identity)} & set(ids)
@@ -277,7 +302,7 @@ def test_the_elo_leaderboard_is_ordered_ranked_and_paged(api, worker, redis_clie
     with Player(api, tokens[0][0]), Player(api, tokens[1][0]):
         ids = start_matches(api, [t for t, _ in tokens], 1)
         wait_finished(api, ids)
-    wait_until(lambda: redis_client.sismember("ratings:applied", ids[0]), "the rating change")
+    wait_until(lambda: redis_client.sismember(ratings_applied_key(RULESET), ids[0]), "the rating change")
 
     whole = board(api)
     check_board(whole, "ELO")
@@ -321,7 +346,7 @@ def test_the_fitted_leaderboard_after_a_tournament_and_after_refit(api, worker, 
     with Player(api, a), Player(api, b):
         match_ids = start_matches(api, [a, b], 1)
         wait_finished(api, match_ids)
-    wait_until(lambda: redis_client.sismember("ratings:applied", match_ids[0]), "the rating change")
+    wait_until(lambda: redis_client.sismember(ratings_applied_key(RULESET), match_ids[0]), "the rating change")
     assert api.error_code(REFIT, {"r": RULESET}) == "UNAUTHENTICATED"
     assert api.data(REFIT, {"r": RULESET}, a)["refitRatings"] is True
     entries = wait_until(lambda: fitted({a_id, b_id}, 1, RULESET), "the refit")
@@ -350,13 +375,13 @@ def test_a_rated_match_gives_both_methods_a_deviation_and_a_provisional_mark(api
         for _ in range(2):  # one after the other: each narrows the deviation
             ids = start_matches(api, [a, b], 1)
             wait_finished(api, ids)
-            wait_until(lambda: redis_client.sismember("ratings:applied", ids[0]), "the rating change")  # noqa: B023
+            wait_until(lambda: redis_client.sismember(ratings_applied_key(RULESET), ids[0]), "the rating change")  # noqa: B023
             [elo] = doubt(api, a_id, "ELO")
             deviations.append(elo["deviation"])
     assert elo["ruleset"] == RULESET and elo["games"] == 2 and elo["provisional"] is True  # 2 < 15 games
     assert INITIAL_DEVIATION > deviations[0] > deviations[1] > 0
     # kept beside the rating, in the same write
-    stored = json.loads(redis_client.hget(ratings_key(a_id), RULESET))
+    stored = json.loads(redis_client.hget(elo_ratings_key(RULESET), a_id))
     assert stored == {"rating": pytest.approx(elo["rating"]), "games": 2, "deviation": pytest.approx(elo["deviation"])}
     entries = {e["bot"]["id"]: e for e in doubt_board(api, "ELO")}
     assert entries[a_id]["rating"] == pytest.approx(elo["rating"])  # the board's score: the same, all digits kept
@@ -376,11 +401,11 @@ def test_a_rated_match_gives_both_methods_a_deviation_and_a_provisional_mark(api
 
 def plant_old_rating(redis_client: Any, bot_id: str, name: str, rating: float, games: int) -> None:
     """A rating as kept before deviations were: no deviation beside it (ELO and FITTED)."""
-    redis_client.hset(ratings_key(bot_id), RULESET, json.dumps({"rating": rating, "games": games}))
+    redis_client.hset(elo_ratings_key(RULESET), bot_id, json.dumps({"rating": rating, "games": games}))
     redis_client.zadd(leaderboard_key(RULESET, "ELO"), {bot_id: rating})
-    redis_client.hset("ratings:names", bot_id, name)
+    redis_client.hset(rating_names_key(RULESET), bot_id, name)
     redis_client.zadd(leaderboard_key(RULESET, "FITTED"), {bot_id: rating})
-    redis_client.hset(f"ratings:fitted:{RULESET}", bot_id, games)
+    redis_client.hset(fitted_ratings_key(RULESET), bot_id, games)
 
 
 def test_ratings_kept_before_deviations_read_with_one_from_their_games(api, worker, redis_client):
@@ -397,8 +422,8 @@ def test_ratings_kept_before_deviations_read_with_one_from_their_games(api, work
     with Player(api, old_token), Player(api, b):
         [match_id] = start_matches(api, [old_token, b], 1)
         wait_finished(api, [match_id])
-    wait_until(lambda: redis_client.sismember("ratings:applied", match_id), "the rating change")
-    stored = json.loads(redis_client.hget(ratings_key(old_id), RULESET))
+    wait_until(lambda: redis_client.sismember(ratings_applied_key(RULESET), match_id), "the rating change")
+    stored = json.loads(redis_client.hget(elo_ratings_key(RULESET), old_id))
     assert stored["games"] == 41 and 0 < stored["deviation"] < elo_deviation_after(40) + 1
 
 
@@ -407,7 +432,7 @@ def test_provisional_false_leaves_provisional_bots_out_and_ranks_the_rest(api, w
     with Player(api, a), Player(api, b):
         ids = start_matches(api, [a, b], 1)
         wait_finished(api, ids)
-    wait_until(lambda: redis_client.sismember("ratings:applied", ids[0]), "the rating change")
+    wait_until(lambda: redis_client.sismember(ratings_applied_key(RULESET), ids[0]), "the rating change")
     settled = []
     for i, rating in enumerate((1900.0, 1100.0)):  # established bots above and below the new ones
         _, bot_id = api.register()
@@ -452,3 +477,87 @@ def test_provisional_false_leaves_provisional_bots_out_and_ranks_the_rest(api, w
     hidden = api.http.get(f"/leaderboard/{RULESET}", params={"provisional": "false"}).text
     assert f'href="/bots/{a_id}"' not in hidden and f'href="/bots/{settled[0]}"' in hidden
     assert f"/leaderboard/{RULESET}?method=ELO&amp;provisional=false" in html  # the toggle
+
+
+@pytest.mark.skipif(ON_CLUSTER, reason="a cluster never held ratings under the old names")
+def test_ratings_kept_under_the_old_names_are_moved_once_and_read_as_before(tmp_path: Path) -> None:
+    """On one server, the ratings kept before each ruleset's keys shared a hash tag (a bot's
+    ratings and histories under its own tag, the boards, names, applied marks, changes and
+    results under global names) are moved at the first use of the ratings, once: nothing
+    applied is applied again, and every read answers as before."""
+    old = {"rating": 1600.0, "games": 3, "deviation": 200.0}
+
+    async def run(url: str) -> None:
+        redis = open_async(url, max_connections=4, timeout=5, client_name="test")
+        try:
+            await redis.hset("{b:old}:ratings", mapping={"WIZARD": json.dumps(old), "WIZARD_JUNIOR": json.dumps(old)})
+            await redis.rpush("{b:old}:history:WIZARD", json.dumps({"rating": 1600.0, "matchId": "m1", "at": 1}))
+            await redis.zadd("leaderboard:WIZARD:ELO", {"old": 1600.0})
+            await redis.zadd("leaderboard:WIZARD:FITTED", {"old": 1550.0})
+            await redis.hset("ratings:fitted:WIZARD", "old", json.dumps({"games": 3, "deviation": 90.0}))
+            await redis.hset("ratings:names", "old", "old timer")
+            await redis.sadd("ratings:applied", "m1")
+            await redis.hset("ratings:changes", "m1", json.dumps([{"bot": "old", "name": "old timer", "before": 1500,
+                                                                     "after": 1600}]))
+            await redis.rpush("ratings:results:WIZARD", json.dumps({"matchId": "m1", "bots": ["old"], "scores": [1]}))
+            await redis.sadd("ratings:fit-requests", "WIZARD")
+            store = RatingStore(redis)
+            assert await store.elo(["old", "new"], "WIZARD") == [StoredRating(1600.0, 3, 200.0), None]
+            assert await store.is_applied("m1", "WIZARD")
+            assert await store.apply("m1", "WIZARD", [], {}) == 0  # (applied once: not again)
+            assert [r.name for r in await store.leaderboard("WIZARD", "ELO", 10, 0, 0)] == ["old timer"]
+            assert [(r.rating, r.deviation) for r in await store.leaderboard("WIZARD", "FITTED", 10, 0, 0)] == [(1550.0, 90.0)]
+            assert await store.histories([("old", "WIZARD", 10)]) == [[{"rating": 1600.0, "matchId": "m1", "at": 1}]]
+            assert [r["ruleset"] for r in (await store.current(["old"]))[0]] == ["WIZARD", "WIZARD_JUNIOR"]
+            assert (await store.changes([("m1", "WIZARD")]))[0][0]["after"] == 1600  # type: ignore[index]
+            assert [r["matchId"] for r in await store.results("WIZARD")] == ["m1"]
+            assert await store.claim_fit_requests() == ["WIZARD"]
+            left = [k async for k in redis.scan_iter(match="*") if not k.startswith((b"{r:", b"{fits}", b"ratings:layout"))]
+            assert left == []  # nothing kept under an old name
+            await redis.hset("{b:late}:ratings", "WIZARD", json.dumps(old))  # (written by no process now)
+            assert await RatingStore(redis).elo(["late"], "WIZARD") == [None]  # moved once, not again
+        finally:
+            await redis.aclose()
+
+    with EmbeddedRedis(tmp_path, appendonly=False) as server:
+        asyncio.run(run(server.url))
+
+
+def played_in_memory(bots: list[str]) -> LiveMatch:
+    """A match of ``bots`` played to its end in memory (never stored: what settlement rates)."""
+    match = live_match(players=len(bots), ruleset=RULESET)
+    for seat, bot in enumerate(bots):
+        match.join(seat, SeatHolder(bot, f"name of {bot}", None), now_ms())
+    while not match.ended:
+        seat, action = first_action(match)
+        match.play(seat, action, bots[seat], now_ms())
+    return match
+
+
+def test_matches_racing_to_move_the_same_bots_are_each_applied_once_and_read_back(services):
+    """Two matches of the same bots, each settled twice at once: each change applied once (one
+    script in the ruleset's slot, retried when another match's change got in first), and every
+    read of them (ratings, histories, changes for the archive, results, the refit) finds them."""
+    bots = [f"race-{uuid.uuid4().hex[:10]}-{i}" for i in range(3)]
+    matches = [played_in_memory(bots) for _ in range(2)]
+
+    async def run() -> None:
+        ratings = services.ratings
+        try:
+            await asyncio.gather(*(ratings.apply_elo(m) for m in matches + matches))
+            ids = {m.id for m in matches}
+            histories = await ratings.histories([(b, RULESET, 10) for b in bots])
+            assert [sorted(h["matchId"] for h in rows) for rows in histories] == [sorted(ids)] * 3
+            assert [[(r["ruleset"], r["games"]) for r in rows] for rows in await ratings.current(bots)] == [[(RULESET, 2)]] * 3
+            changes = await ratings.changes(matches)
+            assert [sorted(c["bot"] for c in changed or []) for changed in changes] == [sorted(bots)] * 2
+            assert Counter(r["matchId"] for r in await ratings.ratings.results(RULESET) if r["matchId"] in ids) == Counter(
+                {m: 1 for m in ids})
+            await ratings.fit(RULESET)
+            assert [[r["ruleset"] for r in rows] for rows in await ratings.fitted(bots)] == [[RULESET]] * 3
+            board = await ratings.leaderboard(RULESET, RatingMethod.FITTED, 1000, 0)
+            assert {row["id"] for row in board} >= set(bots) and {row["name"] for row in board} >= {f"name of {b}" for b in bots}
+        finally:
+            await services.close()
+
+    asyncio.run(run())

@@ -19,7 +19,7 @@ from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from service.store.clock import now_ms
-from service.store.keys import DEADLINES, events_key, match_key
+from service.store.keys import events_key, match_home_key, match_key
 from service.store.matches import MatchStore
 from service.store.script_line import ScriptLine
 from tests.service.conftest import embedded_redis_url, first_action, house, live_match
@@ -258,15 +258,15 @@ def test_closing_while_connecting_leaves_no_line_behind() -> None:
 class AnswerLost(ScriptLine):
     """Runs each script, then fails as a connection lost before the answer arrived would."""
 
-    async def run(self, script: Any, keys: list[Any], args: list[Any]) -> Any:
-        await super().run(script, keys, args)
+    async def run(self, script: Any, keys: list[Any], args: list[Any], replicated: bool = False) -> Any:
+        await super().run(script, keys, args, replicated)
         raise RedisConnectionError("the connection was lost before the answer (injected)")
 
 
 class NeverSent(ScriptLine):
     """Fails each script as a connection lost before the command reached Redis would."""
 
-    async def run(self, script: Any, keys: list[Any], args: list[Any]) -> Any:
+    async def run(self, script: Any, keys: list[Any], args: list[Any], replicated: bool = False) -> Any:
         raise RedisConnectionError("the connection was lost before the command was sent (injected)")
 
 
@@ -301,7 +301,7 @@ def test_a_commit_whose_answer_was_lost_is_found_applied(redis_url, redis_client
                 await MatchStore(client, dead).commit(trial, trial_event)
         finally:
             await client.execute_command("DEL", match_key(match.id), events_key(match.id))
-            await client.zrem(DEADLINES, match.id)
+            await client.zrem(match_home_key(match.id, "deadlines"), match.id)
             for line in (scripts, lossy, dead):
                 await line.close()
             await client.aclose()

