@@ -41,6 +41,7 @@ import asyncio
 import ipaddress
 import logging
 import os
+import random
 import socket
 import time
 from collections.abc import Callable
@@ -73,7 +74,8 @@ log = logging.getLogger("wizard_arena.webhooks")
 
 #: calls read from the stream at once
 BATCH = 256
-#: longest block on the streams (a reader looks at its stop event between)
+#: shortest block on a stream (a reader looks at its stop event between; each read blocks
+#: BLOCK_MS to twice that)
 BLOCK_MS = 200
 #: a read with no answer this long (its block is far shorter) is taken as lost, and made again
 READ_TIMEOUT = 10.0
@@ -285,7 +287,10 @@ class Dispatcher:
                 if not joined:
                     await self.store.join_dispatchers([stream])
                     joined = True
-                for call in await self.store.next_calls(self.consumer, stream, BATCH, BLOCK_MS, reading):
+                # each read's block drawn apart: 65 readers started together would otherwise all
+                # come back at once, idle, every BLOCK_MS, holding a turn's call up behind them
+                block_ms = BLOCK_MS + random.randrange(BLOCK_MS)
+                for call in await self.store.next_calls(self.consumer, stream, BATCH, block_ms, reading):
                     self._start(call)
                 if not started:
                     started = True
