@@ -17,7 +17,9 @@ with a reader per stream; p50 0.3 ms for both but one run; on a 3-master cluster
 stream gave p50 0.35 ms, p99 3.6-9 ms). A pipelined non-blocking read of every stream every
 2 ms (``--poll-ms 2``) handed calls on after p50 5.5-8 ms on one server, 10-80 ms on the
 cluster: its 65 commands a round cost the loop more than the waiting they save. Saturated, a
-read brings a call or two rather than a batch; what that costs is in BENCHMARKS.md.
+read brings a call or two rather than a batch, and idle the readers come back (empty) about
+300 times a second, each read's block drawn apart so that they do not all come back at once:
+at one match's pace that costs the tail about 1 ms (BENCHMARKS.md).
 
 Before it sends, the dispatcher claims the call's ``webhook-sent`` key (SET NX), in the same
 round trip as it reads the match and the webhook; a call that a dispatcher took but did not
