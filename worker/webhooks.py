@@ -8,7 +8,7 @@ in the match's slot, and the old ``webhooks:calls``), atomically with the change
 the match marks as hooked. The dispatchers read every stream, each as one consumer group,
 blocked in XREADGROUP: a call reaches a dispatcher as soon as it is committed, and only one
 dispatcher. Each stream has a reader of its own, blocked on a connection of its own (65 per
-dispatcher; idle, they cost Redis about 210-240 reads a second, 0.6 ms of its CPU a second).
+dispatcher; idle, they cost Redis about 190 reads a second, 0.6 ms of its CPU a second).
 One XREADGROUP may read several streams only when they share a slot, so on a cluster no fewer
 will do; on one server a single read of all 65 (as commit 118a8b5 read them) was slower to
 hand a call on at the tail (``wizard-arena bench webhooks --reads``, 400 calls/s on homes at
@@ -18,7 +18,7 @@ stream gave p50 0.35 ms, p99 3.6-9 ms). A pipelined non-blocking read of every s
 2 ms (``--poll-ms 2``) handed calls on after p50 5.5-8 ms on one server, 10-80 ms on the
 cluster: its 65 commands a round cost the loop more than the waiting they save. Saturated, a
 read brings a call or two rather than a batch, and idle the readers come back (empty) about
-300 times a second, each read's block drawn apart so that they do not all come back at once:
+190 times a second, each read's block drawn apart so that they do not all come back at once:
 at one match's pace that costs the tail about 1 ms (BENCHMARKS.md).
 
 Before it sends, the dispatcher claims the call's ``webhook-sent`` key (SET NX), in the same
