@@ -71,7 +71,7 @@ CLUSTER_OWN_TESTS := tests/service/test_cluster_feed.py tests/service/test_clust
 	tests/service/test_commit_replicas.py
 CLUSTER_TESTS := tests/service/test_matches_http.py tests/service/test_tournaments.py \
 	tests/service/test_ratings.py tests/service/test_subscriptions.py tests/service/test_concurrency.py \
-	tests/service/test_house_play.py $(CLUSTER_OWN_TESTS)
+	tests/service/test_house_play.py tests/service/test_webhook_dispatchers.py $(CLUSTER_OWN_TESTS)
 
 # Lint and types first (the whole project; the pure packages --strict), then the tiers.
 test: lint test-fast test-service test-cluster

@@ -12,6 +12,14 @@ worker's clock thread runs it, until the requested number of webhook moves is ma
   The start is the stream entry's id, Redis's own clock at the commit (whole ms, so a figure
   is up to 1 ms more than the truth, never less); the end is the dispatcher's clock as it hands
   the request to the connection.
+
+``--cluster`` runs the same on an embedded Redis Cluster of 3 masters (with a replica each).
+
+``--reads`` measures the dispatcher's reading alone (:func:`bench_webhook_reads`): calls queued
+on homes drawn at random at a steady rate, the time from each XADD to the dispatcher's reader
+handing the call on (``queued_to_read_ms``, on this process's clock), and what its reads cost
+Redis while idle. ``--poll-ms N`` reads instead by a pipelined non-blocking XREADGROUP of every
+stream each N ms (the alternative to blocked readers that ``worker.webhooks`` measured against).
 """
 
 from __future__ import annotations
@@ -33,11 +41,19 @@ TARGET_P99_MS = 5.0
 TARGET_MOVES_PER_SECOND = 500.0
 
 
-def bench_webhooks(moves: int = 5_000, matches: int = 32, players: int = 4, concurrency: int = 256) -> dict[str, Any]:
+def _redis(folder: Path, cluster: bool) -> Any:
+    """An embedded Redis server, or a Redis Cluster of 3 masters and 3 replicas (not started)."""
+    from service.store.embedded_cluster import EmbeddedCluster
     from service.store.embedded_redis import EmbeddedRedis
 
+    return EmbeddedCluster(folder / "cluster", masters=3, replicas=1) if cluster else EmbeddedRedis(
+        folder / "redis", appendonly=False)
+
+
+def bench_webhooks(moves: int = 5_000, matches: int = 32, players: int = 4, concurrency: int = 256,
+                   cluster: bool = False) -> dict[str, Any]:
     folder = Path(tempfile.mkdtemp(prefix="wza-bench-webhooks-"))
-    redis = EmbeddedRedis(folder / "redis", appendonly=False)
+    redis = _redis(folder, cluster)
     url = redis.start()
     secret = "whsec_" + secrets.token_urlsafe(24)
     port = _free_port()
@@ -47,7 +63,8 @@ def bench_webhooks(moves: int = 5_000, matches: int = 32, players: int = 4, conc
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
     try:
-        return asyncio.run(_run(url, port, secret, moves, matches, players, concurrency))
+        return {"redis": "cluster of 3 masters" if cluster else "one server",
+                **asyncio.run(_run(url, port, secret, moves, matches, players, concurrency))}
     finally:
         bot.terminate()
         bot.wait(10)
@@ -57,6 +74,7 @@ def bench_webhooks(moves: int = 5_000, matches: int = 32, players: int = 4, conc
 async def _run(redis_url: str, port: int, secret: str, moves: int, matches: int, players: int,
                concurrency: int) -> dict[str, Any]:
     from service.domain.services import Services
+    from service.model.homes import new_match_id
     from service.model.live_match import MatchSettings, SeatHolder
     from service.settings import Settings
     from service.store.clock import now_ms
@@ -78,14 +96,14 @@ async def _run(redis_url: str, port: int, secret: str, moves: int, matches: int,
     delays: list[float] = []
     dispatcher = Dispatcher(services, consumer="bench", on_sent=lambda call, seconds: delays.append(seconds * 1000))
     stop = asyncio.Event()
-    await services.webhooks.store.join_dispatchers()
     running = asyncio.create_task(dispatcher.run(stop))
+    await dispatcher.listening.wait()  # (not timing a worker's start)
     config = MatchConfig.create("WIZARD", players)
     started = time.perf_counter()
     for m in range(matches):
         match_settings = MatchSettings(config, 30_000, False, False, holders[0].id, now_ms())
         await services.matches.create_seated(
-            secrets.token_hex(8), config, secrets.token_urlsafe(12), match_settings,
+            new_match_id(), config, secrets.token_urlsafe(12), match_settings,
             holders[m * players:(m + 1) * players],
         )
     made, last_move = 0, started
@@ -114,6 +132,114 @@ async def _run(redis_url: str, port: int, secret: str, moves: int, matches: int,
         "targets": {"p99_ms": TARGET_P99_MS, "moves_per_second": TARGET_MOVES_PER_SECOND,
                     "p99_reached": p99 <= TARGET_P99_MS, "rate_reached": rate >= TARGET_MOVES_PER_SECOND},
     }
+
+
+def bench_webhook_reads(calls: int = 2_000, rate: float = 400.0, cluster: bool = False,
+                        poll_ms: float | None = None) -> dict[str, Any]:
+    folder = Path(tempfile.mkdtemp(prefix="wza-bench-webhook-reads-"))
+    redis = _redis(folder, cluster)
+    url = redis.start()
+    try:
+        return {"machine": machine(), "redis": "cluster of 3 masters" if cluster else "one server",
+                "reading": f"pipelined poll every {poll_ms:g} ms" if poll_ms else "blocked readers (the dispatcher's)",
+                **asyncio.run(_reads(url, calls, rate, poll_ms))}
+    finally:
+        redis.stop()
+
+
+async def _reads(redis_url: str, calls: int, rate: float, poll_ms: float | None) -> dict[str, Any]:
+    import random
+
+    from service.domain.services import Services
+    from service.model.homes import HOMES, home_of_match, new_match_id
+    from service.settings import Settings
+    from service.store.keys import WEBHOOK_DISPATCHERS, home_key
+    from service.store.webhooks import CALL_STREAMS, WebhookCall, calls_read
+    from worker.webhooks import Dispatcher
+
+    services = Services.open(Settings.model_validate({"REDIS_URL": redis_url}), role="worker")
+    queuing = Services.open(Settings.model_validate({"REDIS_URL": redis_url}), role="api")
+    in_home: dict[int, str] = {}
+    while len(in_home) < HOMES:  # a match id of each home (the calls' ids: its own and a count)
+        match_id = new_match_id()
+        in_home.setdefault(home_of_match(match_id) or 0, match_id)
+    queued: dict[str, float] = {}
+    delays: list[float] = []
+
+    class Reading(Dispatcher):
+        """The dispatcher, its reads as written, each call only timed and acknowledged."""
+
+        def _start(self, call: WebhookCall) -> None:
+            delays.append((time.perf_counter() - queued[call.match_id]) * 1000)
+            self._done.append(call)
+
+    dispatcher = Reading(services, consumer="reads")
+    store = dispatcher.store
+    stop = asyncio.Event()
+
+    async def poll(every: float) -> None:  # the alternative: no blocked reads
+        while not stop.is_set():
+            async with services.redis.pipeline(transaction=False) as pipe:
+                for stream in CALL_STREAMS:
+                    pipe.xreadgroup(WEBHOOK_DISPATCHERS, "reads", {stream: ">"}, count=256)
+                answers = await pipe.execute()
+            for answer in answers:
+                for call in calls_read(answer):
+                    dispatcher._start(call)
+            await dispatcher._acknowledge()
+            await asyncio.sleep(every)
+
+    await store.join_dispatchers()
+    if poll_ms:
+        running = asyncio.create_task(poll(poll_ms / 1000))
+    else:
+        running = asyncio.create_task(dispatcher.run(stop))
+        await dispatcher.listening.wait()
+    idle_before = await _read_commands(redis_url)
+    await asyncio.sleep(5.0)  # idle: what waiting costs Redis
+    idle_after = await _read_commands(redis_url)
+    started = time.perf_counter()
+    for n in range(calls):
+        home = random.randrange(HOMES)
+        call_id = f"{in_home[home]}-{n}"
+        queued[call_id] = time.perf_counter()
+        await queuing.redis.xadd(home_key(home, "webhook-calls"), {"c": f"{call_id}|1|0|turn|bench"})
+        await asyncio.sleep(max(0.0, started + (n + 1) / rate - time.perf_counter()))
+    async with asyncio.timeout(30):
+        while len(delays) < calls:
+            await asyncio.sleep(0.01)  # (the count of calls read: nothing to await)
+    stop.set()
+    if poll_ms:
+        running.cancel()
+    else:
+        await running
+    await services.close()
+    await queuing.close()
+    return {
+        "calls": calls, "calls_per_second": rate,
+        "queued_to_read_ms": {"p50": round(percentile(delays, 0.5), 2), "p90": round(percentile(delays, 0.9), 2),
+                              "p99": round(percentile(delays, 0.99), 2), "max": round(max(delays), 2)},
+        "idle_reads_per_second": round((idle_after[0] - idle_before[0]) / 5.0),
+        "idle_redis_cpu_ms_per_second": round((idle_after[1] - idle_before[1]) / 5.0 / 1000, 3),
+    }
+
+
+async def _read_commands(redis_url: str) -> tuple[int, int]:
+    """XREADGROUP calls and their Redis CPU (µs) so far, over every master."""
+    import redis
+
+    from service.store.redis_client import clustered, open_sync
+
+    client = open_sync(redis_url)
+    try:
+        if clustered(client):
+            per_node = list(client.info("commandstats", target_nodes=redis.RedisCluster.PRIMARIES).values())
+        else:
+            per_node = [client.info("commandstats")]
+        read = [node.get("cmdstat_xreadgroup", {"calls": 0, "usec": 0}) for node in per_node]
+        return sum(int(r["calls"]) for r in read), sum(int(r["usec"]) for r in read)
+    finally:
+        client.close()
 
 
 def _free_port() -> int:

@@ -84,9 +84,12 @@ def _bench_ladder(args: argparse.Namespace) -> None:
 
 
 def _bench_webhooks(args: argparse.Namespace) -> None:
-    from bench.webhooks import bench_webhooks
+    from bench.webhooks import bench_webhook_reads, bench_webhooks
 
-    _print_nested(bench_webhooks(args.moves, args.matches, args.players, args.concurrency), args.json)
+    if args.reads:
+        _print_nested(bench_webhook_reads(args.calls, args.rate, args.cluster, args.poll_ms), args.json)
+        return
+    _print_nested(bench_webhooks(args.moves, args.matches, args.players, args.concurrency, args.cluster), args.json)
 
 
 def _bench_deadlines(args: argparse.Namespace) -> None:
@@ -646,6 +649,13 @@ def build_parser() -> argparse.ArgumentParser:
     webhooks.add_argument("--matches", type=int, default=32, help="matches at once")
     webhooks.add_argument("--players", type=int, default=4, choices=range(3, 7))
     webhooks.add_argument("--concurrency", type=int, default=256, help="ARENA_WEBHOOK_CONCURRENCY")
+    webhooks.add_argument("--cluster", action="store_true", help="on an embedded Redis Cluster of 3 masters")
+    webhooks.add_argument("--reads", action="store_true",
+                          help="only the dispatcher's reads: from a call queued to its reader, and their idle cost")
+    webhooks.add_argument("--calls", type=int, default=2_000, help="--reads: calls queued")
+    webhooks.add_argument("--rate", type=float, default=400.0, help="--reads: calls queued a second")
+    webhooks.add_argument("--poll-ms", type=float, default=None,
+                          help="--reads: a pipelined non-blocking read of every stream each N ms instead")
     webhooks.add_argument("--json", action="store_true", help="print one JSON line")
     webhooks.set_defaults(run=_bench_webhooks)
 

@@ -3,9 +3,24 @@ must act (and when their matches start and end), beside its clock, on the clock'
 
 How it learns of a turn: the commit script that makes a change queues the calls it makes due
 (``service.model.live_match.LiveMatch.calls_due``: a seat that must act on something it has
-not seen) on the stream ``webhooks:calls``, atomically with the change, for the bots whose hash
-holds a webhook. The dispatchers read that stream as one consumer group, blocked in
-XREADGROUP: a call reaches a dispatcher as soon as it is committed, and only one dispatcher.
+not seen) on the match's home's stream (``service.store.webhooks.CALL_STREAMS``: one per home,
+in the match's slot, and the old ``webhooks:calls``), atomically with the change, for the bots
+the match marks as hooked. The dispatchers read every stream, each as one consumer group,
+blocked in XREADGROUP: a call reaches a dispatcher as soon as it is committed, and only one
+dispatcher. Each stream has a reader of its own, blocked on a connection of its own (65 per
+dispatcher; idle, they cost Redis about 190 reads a second, 0.6 ms of its CPU a second).
+One XREADGROUP may read several streams only when they share a slot, so on a cluster no fewer
+will do; on one server a single read of all 65 (as commit 118a8b5 read them) was slower to
+hand a call on at the tail (``wizard-arena bench webhooks --reads``, 400 calls/s on homes at
+random, 2 cores under load: p90 1.8-4.6 ms and p99 5.5-9.5 ms, against 1.0-1.5 and 3.1-5.2 ms
+with a reader per stream; p50 0.3 ms for both but one run; on a 3-master cluster a reader per
+stream gave p50 0.35 ms, p99 3.6-9 ms). A pipelined non-blocking read of every stream every
+2 ms (``--poll-ms 2``) handed calls on after p50 5.5-8 ms on one server, 10-80 ms on the
+cluster: its 65 commands a round cost the loop more than the waiting they save. Saturated, a
+read brings a call or two rather than a batch, and idle the readers come back (empty) about
+190 times a second, each read's block drawn apart so that they do not all come back at once:
+at one match's pace that costs the tail about 1 ms (BENCHMARKS.md).
+
 Before it sends, the dispatcher claims the call's ``webhook-sent`` key (SET NX), in the same
 round trip as it reads the match and the webhook; a call that a dispatcher took but did not
 finish (it died) is taken over by another after ``TAKE_OVER_AFTER_MS`` (XAUTOCLAIM) and sent
@@ -28,6 +43,7 @@ import asyncio
 import ipaddress
 import logging
 import os
+import random
 import socket
 import time
 from collections.abc import Callable
@@ -37,6 +53,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
+from redis.asyncio import Redis
 
 from sdk.webhook import SIGNATURE_HEADER, sign
 from service.api.rest import match_json
@@ -50,7 +67,8 @@ from service.outage import Outage, unless_stopped
 from service.store.clock import now_ms
 from service.store.keys import bot_key, match_key
 from service.store.matches import MatchStore
-from service.store.webhooks import FIELDS, WebhookCall, decode
+from service.store.redis_client import open_async
+from service.store.webhooks import CALL_STREAMS, FIELDS, WebhookCall, decode
 from wizard import Move
 from worker.http_client import AnswerError, ConnectFailed, HttpPool
 
@@ -58,8 +76,11 @@ log = logging.getLogger("wizard_arena.webhooks")
 
 #: calls read from the stream at once
 BATCH = 256
-#: longest block on the stream (the dispatcher looks at its stop event and acknowledges between)
+#: shortest block on a stream (a reader looks at its stop event between; each read blocks
+#: BLOCK_MS to twice that)
 BLOCK_MS = 200
+#: a read with no answer this long (its block is far shorter) is taken as lost, and made again
+READ_TIMEOUT = 10.0
 #: a call a dispatcher has held this long unfinished is taken over (its dispatcher is gone)
 TAKE_OVER_AFTER_MS = 15_000
 TAKE_OVER_EVERY = 5.0
@@ -202,42 +223,53 @@ class Dispatcher:
         self._tasks: set[asyncio.Task[None]] = set()
         #: each (bot, match)'s latest call: the next one to that bot about that match waits for it
         self._in_order: dict[tuple[str, str], asyncio.Task[None]] = {}
-        self._done: list[bytes] = []
+        self._done: list[WebhookCall] = []
         #: moves applied, calls that failed (for the benchmark and the log)
         self.moves = 0
         self.failures = 0
         #: the latest failures' reasons (the benchmark reports them)
         self.last_failures: list[str] = []
+        #: set once every stream's reader has made a first read (each has its connection and
+        #: group): from then on a call queued reaches the dispatcher at once
+        self.listening = asyncio.Event()
+        self._readers_started = 0
 
     async def run(self, stop: asyncio.Event) -> None:
+        # the blocking reads hold connections of their own, one per stream, not the pool's
+        reading = open_async(self.services.settings.redis_url or "", max_connections=len(CALL_STREAMS),
+                             timeout=READ_TIMEOUT, client_name=f"wizard-arena-dispatcher-{os.getpid()}")
+        readers: list[asyncio.Task[None]] = []
         take_over_every = min(TAKE_OVER_EVERY, self.take_over_after_ms / 3000)
         next_take_over = time.monotonic() + take_over_every
-        next_acknowledgement = 0.0
-        joined = False
         # an outage of Redis only waits here, quietly: the worker's clock says it in the log, once
         outage = Outage("Redis", None)
         try:
             while not stop.is_set():
                 try:
-                    if not joined:
+                    if not readers:
+                        # one command before the readers' many at once: redis-py's cluster client
+                        # (8.1) fails some of the first commands it is given together while it
+                        # learns the cluster's nodes ('NoneType' object has no attribute 'writelines')
+                        await reading.ping()
                         await self.store.join_dispatchers()
-                        joined = True
-                    for call in await self.store.next_calls(self.consumer, BATCH, BLOCK_MS):
-                        self._start(call)
+                        readers = [asyncio.create_task(self._read(stream, reading, stop)) for stream in CALL_STREAMS]
                     if time.monotonic() >= next_take_over:
                         next_take_over = time.monotonic() + take_over_every
                         for call in await self.store.take_over(self.consumer, self.take_over_after_ms):
                             self._start(call)
-                    if time.monotonic() >= next_acknowledgement:  # by the batch: no round trip before each read
-                        next_acknowledgement = time.monotonic() + ACKNOWLEDGE_EVERY
-                        await self._acknowledge()
+                    await self._acknowledge()  # by the batch: no round trip beside each read
                     outage.recovered()
-                except Exception as error:  # noqa: BLE001 - keep going: the calls wait in the stream (reported below)
-                    joined = False  # (a Redis that came back without the group: join it again)
+                    await unless_stopped(stop, ACKNOWLEDGE_EVERY)
+                except Exception as error:  # noqa: BLE001 - keep going: the calls wait in the streams
                     await unless_stopped(stop, outage.after(error, lambda: log.warning(
-                        "webhook dispatcher: reading the calls failed; retrying", exc_info=True,
+                        "webhook dispatcher: starting its readers, taking over or acknowledging calls failed; retrying",
+                        exc_info=True,
                     )))
         finally:
+            for reader in readers:
+                if not stop.is_set():  # (cancelled: the readers too)
+                    reader.cancel()
+            await asyncio.gather(*readers, return_exceptions=True)
             if self._tasks:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
             try:
@@ -245,6 +277,34 @@ class Dispatcher:
             except Exception:  # taken over later by another dispatcher
                 log.warning("webhook dispatcher: acknowledging at the stop failed", exc_info=True)
             await self.client.close()
+            await reading.aclose()
+
+    async def _read(self, stream: str, reading: Redis, stop: asyncio.Event) -> None:
+        """Read the calls of ``stream`` as they come, blocked on a connection of ``reading``,
+        until ``stop``."""
+        joined, started = True, False  # (run joined every stream's group before starting the readers)
+        outage = Outage("Redis", None)
+        while not stop.is_set():
+            try:
+                if not joined:
+                    await self.store.join_dispatchers([stream])
+                    joined = True
+                # each read's block drawn apart: 65 readers started together would otherwise all
+                # come back at once, idle, every BLOCK_MS, holding a turn's call up behind them
+                block_ms = BLOCK_MS + random.randrange(BLOCK_MS)
+                for call in await self.store.next_calls(self.consumer, stream, BATCH, block_ms, reading):
+                    self._start(call)
+                if not started:
+                    started = True
+                    self._readers_started += 1
+                    if self._readers_started == len(CALL_STREAMS):
+                        self.listening.set()
+                outage.recovered()
+            except Exception as error:  # noqa: BLE001 - keep going: the calls wait in the stream (reported below)
+                joined = False  # (a Redis that came back without the group: join it again)
+                await unless_stopped(stop, outage.after(error, lambda: log.warning(
+                    "webhook dispatcher: reading the calls failed; retrying", exc_info=True,
+                )))
 
     async def _acknowledge(self) -> None:
         done, self._done = self._done, []
@@ -279,7 +339,7 @@ class Dispatcher:
         except Exception:  # a bug here costs this call only
             log.exception("webhook call %s of match %s", call.kind, call.match_id)
         finally:
-            self._done.append(call.entry_id)
+            self._done.append(call)
 
     async def _call(self, call: WebhookCall) -> None:
         redis = self.services.redis

@@ -113,7 +113,7 @@ class Services:
     @cached_property
     def webhooks(self) -> WebhookService:
         """Bots' webhooks: set, removed, their health (the calls are the workers')."""
-        return WebhookService(WebhookStore(self.redis), self.settings)
+        return WebhookService(WebhookStore(self.redis), self.settings, self.matches.matches, self.bots.bots)
 
     @cached_property
     def challenges(self) -> ChallengeService:

@@ -12,6 +12,7 @@ address), so a name that resolves differently a second time gains nothing.
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import secrets
 import time
@@ -22,6 +23,8 @@ from urllib.parse import urlsplit
 from service.domain.matches import Caller
 from service.errors import BadInput
 from service.settings import Settings
+from service.store.bots import BotStore
+from service.store.matches import MatchStore
 from service.store.webhooks import WebhookStore
 
 #: longest webhook URL
@@ -108,9 +111,19 @@ def checked_url(url: object, allow_private: bool) -> str:
 
 
 class WebhookService:
-    def __init__(self, store: WebhookStore, settings: Settings) -> None:
+    """A bot's webhook is kept in two places: its URL in the bot's hash, and a mark in each of
+    its live matches (``hooked``), which the commit script reads to queue the bot's calls (the
+    two are in different slots). The URL is written first, then the marks are made to follow
+    what the bot has *then*, again while that changed meanwhile: a set and a remove racing end
+    with the marks of the later one. A mark without a webhook (a remove that died midway) only
+    queues calls the dispatcher drops; a webhook without its marks (a set that died midway) is
+    a request that failed, made whole by sending it again."""
+
+    def __init__(self, store: WebhookStore, settings: Settings, matches: MatchStore, bots: BotStore) -> None:
         self.store = store
         self.settings = settings
+        self.matches = matches
+        self.bots = bots
 
     def check(self, url: object) -> str:
         return checked_url(url, self.settings.webhook_allow_private)
@@ -120,11 +133,25 @@ class WebhookService:
         checked = self.check(url)
         secret = SECRET_PREFIX + secrets.token_urlsafe(32)
         await self.store.set(caller.bot_id, checked, secret)
+        await self.mark_matches(caller.bot_id)
         return secret, WebhookInfo.of({"webhook": checked})
 
     async def remove(self, caller: Caller) -> None:
         """No more calls: the bot plays by asking again (idempotent)."""
         await self.store.remove(caller.bot_id)
+        await self.mark_matches(caller.bot_id)
+
+    async def mark_matches(self, bot_id: str) -> None:
+        """Each live match of the bot marks it hooked if it has a webhook now, unmarks it if
+        not; done again while the webhook came or went meanwhile."""
+        hooked = await self.store.get(bot_id) is not None
+        while True:
+            match_ids = await self.bots.open_matches(bot_id)
+            await asyncio.gather(*(self.matches.set_hooked(match_id, bot_id, hooked) for match_id in match_ids))
+            now = await self.store.get(bot_id) is not None
+            if now == hooked:
+                return
+            hooked = now
 
     async def info(self, bot_id: str) -> WebhookInfo | None:
         fields = await self.store.get(bot_id)

@@ -4,8 +4,9 @@ knows them (the scripts name channels after their keys, as below).
 Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
 - ``{m:<id>}:match``   hash: version, settings (JSON), state (engine bytes), live (JSON),
   eid (id of the match's latest event), record (JSON, once finished), hooked (``|<bot>|<bot>|``:
-  its bots that have a webhook, whose calls its scripts queue; absent in a match made before
-  homes, whose scripts look at its bots' hashes)
+  its seats' bots that have a webhook, whose calls its scripts queue; kept as bots join and by
+  ``service.domain.webhooks`` as a bot sets or removes its webhook; absent in a match made
+  before homes, whose scripts look at its bots' hashes)
 - ``{m:<id>}:events``  stream: one entry per change, ``v`` (version) and ``e`` (event JSON);
   the match's event log and replay source
 - ``{m:<id>}:wake``    pub/sub channel: each event as it is committed, ``<version>|<event id>|<event
@@ -82,12 +83,15 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
   worker, for any worker's clock to hand to an RQ job that plays them (``service.store.house_play``)
 - ``clock:heartbeats`` hash: worker host name -> when its clock last went round (ms), for
   ``/readyz``, ``wizard-arena worker --check`` and the metrics (``service.health``)
-- ``webhooks:calls`` stream: the webhook calls due (a bot's turn, a match's start or end), each
-  ``c`` = ``<match>|<version>|<seat>|<turn|start|end>|<bot>``, queued by the commit script for the
-  workers' dispatcher (``worker.webhooks``), read by its consumer group ``dispatchers``;
+- ``{<home tag>}:webhook-calls`` stream, one per home (``webhooks:calls`` for matches made before
+  homes): the webhook calls due (a bot's turn, a match's start or end), each
+  ``c`` = ``<match>|<version>|<seat>|<turn|start|end>|<bot>``, queued by the commit script on the
+  match's home's stream (its slot) for the workers' dispatchers (``worker.webhooks``), read by
+  the consumer group ``dispatchers`` of each stream (``service.store.webhooks.CALL_STREAMS``);
   ``webhook-sent:<match>:<version>:<seat>:<kind>`` held once a turn or end call is sent (never
   twice); ``webhook-started:<match>:<seat>`` the seat's start call: ``sending``, then ``done``
-  (a turn call makes the start itself when nobody has, and waits while another dispatcher does)
+  (a turn call makes the start itself when nobody has, and waits while another dispatcher does);
+  both in slots of their own, touched by single-key commands only
 - ``{b:<id>}:bot``     also webhook (URL), webhook_secret, webhook_failures (in a row),
   webhook_error, webhook_error_at, webhook_paused_until (ms)
 - ``tournaments:listed`` sorted set: tournaments by when they were created (ms), for the
@@ -162,9 +166,10 @@ ARCHIVE_OUTAGE = "archive:outage"
 HOUSE_PLAY = "matches:house-play"
 #: Each worker host's clock's last round (ms), by host name.
 CLOCK_HEARTBEATS = "clock:heartbeats"
-#: the webhook calls due, for the workers' dispatchers (service.domain.webhooks)
+#: the webhook calls due of matches made before homes, for the workers' dispatchers
+#: (service.store.webhooks; a home's are ``home_key(home, "webhook-calls")``)
 WEBHOOK_CALLS = "webhooks:calls"
-#: the consumer group of the dispatchers on WEBHOOK_CALLS
+#: the consumer group of the dispatchers on each stream of webhook calls
 WEBHOOK_DISPATCHERS = "dispatchers"
 #: Until when (ms) each queued settlement is claimed, by match.
 SETTLE_CLAIMS = "matches:settle-claims"

@@ -135,6 +135,25 @@ class GatedCluster(RedisCluster):
         async with self.permit():
             return await super().execute_command(*args, **kwargs)
 
+    async def _determine_slot(self, command: str, *args: Any) -> int:
+        """The slot of the streams of XREAD, XREADGROUP, XGROUP and XINFO, found here from the
+        command itself: redis-py asks a node to find their keys (COMMAND GETKEYS), a round trip
+        before every read, and always the same node, which it replaces only when a command of
+        another kind meets an error: once that node has died, a client that only reads streams
+        fails every read until the process restarts."""
+        if command.upper() in ("XGROUP", "XINFO") and len(args) > 1:  # (XGROUP CREATE <stream> ...)
+            return int(self.keyslot(args[1]))
+        if command.upper() in ("XREAD", "XREADGROUP"):
+            start = 3 if command.upper() == "XREADGROUP" else 0  # (after GROUP <group> <consumer>)
+            marks = [i for i, a in enumerate(args) if i >= start and isinstance(a, str) and a.upper() == "STREAMS"]
+            if marks:
+                named = args[marks[0] + 1:]
+                slots = {self.keyslot(key) for key in named[:len(named) // 2]}
+                if len(slots) != 1:
+                    raise sync_redis.RedisClusterException(f"{command} - all keys must map to the same key slot")
+                return slots.pop()
+        return await super()._determine_slot(command, *args)
+
     def pipeline(self, transaction: Any | None = None, shard_hint: Any | None = None) -> ClusterPipeline:
         if shard_hint:
             raise sync_redis.RedisClusterException("shard_hint is deprecated in cluster mode")

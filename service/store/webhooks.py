@@ -1,17 +1,23 @@
 """Bots' webhooks in Redis: the URL and signing secret in the bot's hash with the webhook's
-health (failures in a row, the last error, a pause), and the stream of calls due that the
-commit script fills (``service.store.matches.WEBHOOK_CALLS``), read by the workers'
-dispatchers as one consumer group: each call goes to one dispatcher."""
+health (failures in a row, the last error, a pause), and the streams of calls due that the
+commit script fills, one per home (a match's calls go on its home's stream, in the match's own
+slot: ``home_key(home, "webhook-calls")``; the old ``webhooks:calls`` for matches made before
+homes), read by the workers' dispatchers as one consumer group ``dispatchers`` per stream:
+each call goes to one dispatcher."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from redis.asyncio import Redis
-from redis.exceptions import ResponseError
 
-from service.store.keys import WEBHOOK_CALLS, WEBHOOK_DISPATCHERS, bot_key, webhook_sent_key, webhook_started_key
+from service.model.homes import ALL_HOMES
+from service.store.keys import WEBHOOK_DISPATCHERS, bot_key, home_key, webhook_sent_key, webhook_started_key
+
+#: every stream the commit script queues calls on: each home's, then the unsharded one
+CALL_STREAMS = tuple(home_key(home, "webhook-calls") for home in ALL_HOMES)
 
 FIELDS = ("webhook", "webhook_secret", "webhook_failures", "webhook_error", "webhook_error_at", "webhook_paused_until")
 
@@ -35,8 +41,9 @@ return failures
 
 @dataclass(frozen=True, slots=True)
 class WebhookCall:
-    """One call due, as queued: ``kind`` is turn, start or end."""
+    """One call due, as queued on ``stream``: ``kind`` is turn, start or end."""
 
+    stream: str
     entry_id: bytes
     match_id: str
     version: int
@@ -45,10 +52,10 @@ class WebhookCall:
     bot_id: str
 
     @classmethod
-    def parse(cls, entry_id: bytes, fields: dict[bytes, bytes]) -> WebhookCall | None:
+    def parse(cls, stream: str, entry_id: bytes, fields: dict[bytes, bytes]) -> WebhookCall | None:
         try:
             match_id, version, seat, kind, bot_id = fields[b"c"].decode().split("|")
-            return cls(entry_id, match_id, int(version), int(seat), kind, bot_id)
+            return cls(stream, entry_id, match_id, int(version), int(seat), kind, bot_id)
         except (KeyError, ValueError):
             return None
 
@@ -90,29 +97,53 @@ class WebhookStore:
         await self.redis.hdel(bot_key(bot_id), "webhook_failures", "webhook_paused_until")
 
     # ------------------------------------------------------------------ the calls due
-    async def join_dispatchers(self) -> None:
-        """Make the dispatchers' consumer group (from the first call queued) unless it is there."""
-        try:
-            await self.redis.xgroup_create(WEBHOOK_CALLS, WEBHOOK_DISPATCHERS, id="0", mkstream=True)
-        except ResponseError as error:
-            if "BUSYGROUP" not in str(error):
-                raise
+    async def join_dispatchers(self, streams: Iterable[str] = CALL_STREAMS) -> None:
+        """Make the dispatchers' consumer group on each of ``streams`` (from the stream's
+        first call) where it is not there yet (idempotent: a group there is left as it is)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for stream in streams:
+                pipe.xgroup_create(stream, WEBHOOK_DISPATCHERS, id="0", mkstream=True)
+            answers = await pipe.execute(raise_on_error=False)
+        for answer in answers:
+            if isinstance(answer, Exception) and "BUSYGROUP" not in str(answer):
+                raise answer
 
-    async def next_calls(self, consumer: str, count: int, block_ms: int) -> list[WebhookCall]:
-        """The next calls nobody was given yet, now ``consumer``'s (waits up to ``block_ms``)."""
-        answer = await self.redis.xreadgroup(
-            WEBHOOK_DISPATCHERS, consumer, {WEBHOOK_CALLS: ">"}, count=count, block=block_ms
-        )
-        return _calls(answer[0][1] if answer else [])
+    async def next_calls(self, consumer: str, stream: str, count: int, block_ms: int | None,
+                         reading: Redis | None = None) -> list[WebhookCall]:
+        """The next calls on ``stream`` that nobody was given yet, now ``consumer``'s; waits up
+        to ``block_ms`` for one (None: not at all). ``reading``: the client whose connection the
+        wait holds."""
+        return calls_read(await (reading or self.redis).xreadgroup(
+            WEBHOOK_DISPATCHERS, consumer, {stream: ">"}, count=count, block=block_ms
+        ))
 
     async def take_over(self, consumer: str, idle_ms: int, count: int = 100) -> list[WebhookCall]:
-        """Calls given to a dispatcher that has not finished them in ``idle_ms`` (gone, surely)."""
-        answer = await self.redis.xautoclaim(WEBHOOK_CALLS, WEBHOOK_DISPATCHERS, consumer, idle_ms, "0-0", count=count)
-        return _calls(answer[1])
+        """Calls, on any stream, given to a dispatcher that has not finished them in ``idle_ms``
+        (gone, surely). A stream without the group yet (its reader makes it) has none."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for stream in CALL_STREAMS:
+                pipe.xautoclaim(stream, WEBHOOK_DISPATCHERS, consumer, idle_ms, "0-0", count=count)
+            answers = await pipe.execute(raise_on_error=False)
+        calls = []
+        for stream, answer in zip(CALL_STREAMS, answers, strict=True):
+            if isinstance(answer, Exception):
+                if "NOGROUP" not in str(answer):
+                    raise answer
+                continue
+            calls += _calls(stream, answer[1])
+        return calls
 
-    async def done(self, entry_ids: Sequence[bytes]) -> None:
-        if entry_ids:
-            await self.redis.xack(WEBHOOK_CALLS, WEBHOOK_DISPATCHERS, *entry_ids)
+    async def done(self, calls: Iterable[WebhookCall]) -> None:
+        """Acknowledge ``calls``, each on the stream it came from."""
+        by_stream: dict[str, list[bytes]] = defaultdict(list)
+        for call in calls:
+            by_stream[call.stream].append(call.entry_id)
+        if not by_stream:
+            return
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for stream, entry_ids in by_stream.items():
+                pipe.xack(stream, WEBHOOK_DISPATCHERS, *entry_ids)
+            await pipe.execute()
 
 
 def decode(values: Sequence[bytes | None]) -> dict[str, str] | None:
@@ -121,12 +152,19 @@ def decode(values: Sequence[bytes | None]) -> dict[str, str] | None:
     return {name: value.decode() for name, value in zip(FIELDS, values, strict=True) if value is not None}
 
 
-def _calls(rows: Sequence[tuple[bytes, dict[bytes, bytes]] | None]) -> list[WebhookCall]:
+def calls_read(answer: Sequence[tuple[bytes, Sequence[tuple[bytes, dict[bytes, bytes]] | None]]] | None,
+               ) -> list[WebhookCall]:
+    """The calls in an XREADGROUP's answer (None: none came), of whichever streams."""
+    return [call for stream, rows in answer or () for call in _calls(stream, rows)]
+
+
+def _calls(stream: str | bytes, rows: Sequence[tuple[bytes, dict[bytes, bytes]] | None]) -> list[WebhookCall]:
+    name = stream.decode() if isinstance(stream, bytes) else stream
     calls = []
     for row in rows:
         if row is None or row[1] is None:  # (an entry trimmed while pending)
             continue
-        call = WebhookCall.parse(row[0], row[1])
+        call = WebhookCall.parse(name, row[0], row[1])
         if call is not None:
             calls.append(call)
     return calls

@@ -1,6 +1,7 @@
 """Webhook dispatchers side by side, on a Redis of their own (no other test's worker reads its
-stream): the calls are shared among the dispatchers and each is made once; calls that a
-dispatcher read and never finished (it died) are taken over by another and made."""
+streams; with ``ARENA_TEST_REDIS=cluster``, a cluster of their own): the calls are shared among
+the dispatchers and each is made once; calls that a dispatcher read and never finished (it
+died) are taken over by another and made; every home's stream is read."""
 
 from __future__ import annotations
 
@@ -15,16 +16,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 
 from sdk.bot import HouseBotPlayer
 from sdk.webhook import serve_in_thread
 from service.domain.services import Services
+from service.model.homes import HOMES, home_of_match, new_match_id
 from service.model.live_match import MatchSettings, MatchStatus, SeatHolder
 from service.settings import Settings
 from service.store.clock import now_ms
-from service.store.keys import WEBHOOK_CALLS, WEBHOOK_DISPATCHERS
-from service.store.webhooks import WebhookCall
-from tests.service.conftest import embedded_redis_url
+from service.store.embedded_cluster import EmbeddedCluster
+from service.store.keys import WEBHOOK_DISPATCHERS, home_key
+from service.store.redis_client import open_sync
+from service.store.webhooks import CALL_STREAMS, WebhookCall
+from tests.service.conftest import ON_CLUSTER, embedded_redis_url
 from wizard import MatchConfig
 from worker.webhooks import Dispatcher
 
@@ -33,7 +38,15 @@ SECRET = "whsec_" + "d" * 32
 
 @pytest.fixture(scope="module")
 def own_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    yield from embedded_redis_url(tmp_path_factory.mktemp("dispatchers-redis"))
+    folder = tmp_path_factory.mktemp("dispatchers-redis")
+    if not ON_CLUSTER:
+        yield from embedded_redis_url(folder)
+        return
+    cluster = EmbeddedCluster(folder, masters=3, replicas=1)
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
 
 
 class Recorder:
@@ -75,7 +88,7 @@ async def seated_matches(services: Services, url: str, matches: int, players: in
     config = MatchConfig.create("WIZARD", players)
     ids = []
     for m in range(matches):
-        match_id = secrets.token_hex(8)
+        match_id = new_match_id()
         await services.matches.create_seated(
             match_id, config, secrets.token_urlsafe(12), MatchSettings(config, 60_000, False, False, holders[0].id,
                                                                         now_ms()),
@@ -161,7 +174,8 @@ def held_then_dispatched(redis_url: str, bot: Recorder, holding: int, consumer: 
         await services.webhooks.store.join_dispatchers()
         try:
             [match_id] = await seated_matches(services, bot.url, matches=1)
-            held = [c for c in await services.webhooks.store.next_calls("holder", holding, 1_000)
+            store = services.webhooks.store
+            held = [c for stream in CALL_STREAMS for c in await store.next_calls("holder", stream, holding, None)
                     if c.match_id == match_id]
             other = await dispatch_until_finished(services, consumer, [match_id], **given)
             return held, other, await services.matches.get(match_id)
@@ -213,7 +227,9 @@ def test_a_dispatcher_stopped_with_calls_in_hand_finishes_them_first(own_redis: 
                     await asyncio.sleep(0.01)  # (the dispatcher's count: no event to await)
             stop.set()
             await running
-            pending = await services.redis.xpending(WEBHOOK_CALLS, WEBHOOK_DISPATCHERS)
+            pending = 0
+            for stream in CALL_STREAMS:
+                pending += (await services.redis.xpending(stream, WEBHOOK_DISPATCHERS))["pending"]
             second = await dispatch_until_finished(services, "second", [match_id])
             return pending, first, second, await services.matches.get(match_id)
         finally:
@@ -223,7 +239,7 @@ def test_a_dispatcher_stopped_with_calls_in_hand_finishes_them_first(own_redis: 
         pending, first, second, final = asyncio.run(run())
     finally:
         bot.close()
-    assert pending["pending"] == 0  # the stopped one acknowledged all it had
+    assert pending == 0  # the stopped one acknowledged all it had
     assert final.timeouts == [0, 0, 0] and first.moves + second.moves == final.state.moves_made
     assert len(bot.turns()) == len(set(bot.turns()))
 
@@ -274,7 +290,7 @@ def test_calls_are_bounded_per_bot_and_in_all(own_redis: str) -> None:
                     await services.webhooks.store.set(made["id"], fast.url, SECRET)
                     holders.append(SeatHolder(made["id"], made["name"]))
                 await services.matches.create_seated(
-                    secrets.token_hex(8), config, secrets.token_urlsafe(12),
+                    new_match_id(), config, secrets.token_urlsafe(12),
                     MatchSettings(config, 60_000, False, False, holders[0].id, now_ms()), holders,
                 )
             dispatcher = Dispatcher(services, consumer="bounded")
@@ -300,3 +316,134 @@ def test_calls_are_bounded_per_bot_and_in_all(own_redis: str) -> None:
     assert dispatcher.failures == 0
     assert [bot.most for bot in slow] == [2, 2], [bot.most for bot in slow]
     assert shared["most"] == 3
+
+
+def homed_ids() -> list[str]:
+    """A match id in each home, by home."""
+    ids: dict[int, str] = {}
+    while len(ids) < HOMES:
+        match_id = new_match_id()
+        ids.setdefault(home_of_match(match_id) or 0, match_id)
+    return [ids[home] for home in range(HOMES)]
+
+
+def queue_a_call_in_every_stream(client: redis.Redis) -> list[str]:
+    """One turn call on each home's stream (a match of that home's) and on the old unsharded
+    one (a match made before homes): the streams, in that order."""
+    calls = [(home_key(home, "webhook-calls"), match_id) for home, match_id in enumerate(homed_ids())]
+    calls.append((home_key(None, "webhook-calls"), "0123456789abcdef"))
+    for stream, match_id in calls:
+        client.xadd(stream, {"c": f"{match_id}|1|0|turn|bot-of-{match_id}"})
+    return [stream for stream, _ in calls]
+
+
+def pending(client: redis.Redis) -> dict[str, int]:
+    """The dispatchers' pending calls, by stream."""
+    return {stream: int(client.xpending(stream, WEBHOOK_DISPATCHERS)["pending"]) for stream in CALL_STREAMS}
+
+
+def test_every_homes_stream_is_read_taken_over_and_acknowledged_on_its_own(own_redis: str) -> None:
+    """A call in each of the 65 streams: reading every stream gets each once (its stream with it), nothing is left for a second read, a dispatcher that never finished
+    them loses them to another (XAUTOCLAIM over every stream), and each is acknowledged on the
+    stream it came from."""
+    client = open_sync(own_redis)
+
+    async def run() -> tuple[list[WebhookCall], list[WebhookCall], list[WebhookCall], dict[str, int]]:
+        services = services_on(own_redis)
+        store = services.webhooks.store
+        try:
+            await store.join_dispatchers()
+            await store.join_dispatchers()  # (idempotent)
+            queue_a_call_in_every_stream(client)
+            read = [c for stream in CALL_STREAMS for c in await store.next_calls("gone", stream, 10, None)]
+            again = [c for stream in CALL_STREAMS for c in await store.next_calls("gone", stream, 10, None)]
+            taken = await store.take_over("heir", idle_ms=0)
+            held = pending(client)
+            await store.done(taken)
+            return read, again, taken, held
+        finally:
+            await services.close()
+
+    try:
+        for stream in CALL_STREAMS:
+            client.delete(stream)
+        read, again, taken, held = asyncio.run(run())
+        assert sorted(c.stream for c in read) == sorted(CALL_STREAMS)
+        assert all(c.kind == "turn" and c.version == 1 and c.bot_id == f"bot-of-{c.match_id}" for c in read)
+        assert [home_key(home_of_match(c.match_id), "webhook-calls") for c in read] == [c.stream for c in read]
+        assert again == []
+        assert sorted((c.stream, c.entry_id) for c in taken) == sorted((c.stream, c.entry_id) for c in read)
+        assert held == dict.fromkeys(CALL_STREAMS, 1)
+        assert pending(client) == dict.fromkeys(CALL_STREAMS, 0)
+    finally:
+        client.close()
+
+
+def test_a_running_dispatcher_hears_every_stream_and_acknowledges_each_call(own_redis: str) -> None:
+    """Calls queued while a dispatcher waits on every stream (blocked reads) are each read and
+    acknowledged (their matches are gone: nothing is called), however the homes are spread."""
+    client = open_sync(own_redis)
+
+    async def run() -> dict[str, int]:
+        services = services_on(own_redis)
+        dispatcher = Dispatcher(services, consumer="listening")
+        stop = asyncio.Event()
+        running = asyncio.create_task(dispatcher.run(stop))
+        try:
+            async with asyncio.timeout(30):
+                await dispatcher.listening.wait()
+                streams = queue_a_call_in_every_stream(client)
+                while any(client.xinfo_groups(stream)[0]["last-delivered-id"] == b"0-0" or pending(client)[stream]
+                          for stream in streams):
+                    await asyncio.sleep(0.01)  # (the group's state: nothing to await)
+            return pending(client)
+        finally:
+            stop.set()
+            await running
+            await services.close()
+
+    try:
+        for stream in CALL_STREAMS:
+            client.delete(stream)
+        assert asyncio.run(run()) == dict.fromkeys(CALL_STREAMS, 0)
+    finally:
+        client.close()
+
+
+@pytest.mark.skipif(not ON_CLUSTER, reason="a failover needs a cluster (ARENA_TEST_REDIS=cluster)")
+def test_a_dispatcher_carries_on_reading_after_a_master_fails_over(tmp_path: Path) -> None:
+    """``kill -9`` the master of some homes while a dispatcher waits on every stream: its
+    replica takes over, and the calls queued then, on every home, are read and acknowledged."""
+    cluster = EmbeddedCluster(tmp_path / "cluster", masters=3, replicas=1)
+    url = cluster.start()
+
+    async def run() -> dict[str, int]:
+        services = services_on(url)
+        dispatcher = Dispatcher(services, consumer="survivor")
+        stop = asyncio.Event()
+        running = asyncio.create_task(dispatcher.run(stop))
+        try:
+            async with asyncio.timeout(90):
+                await dispatcher.listening.wait()
+                master = cluster.master_of(home_key(0, "webhook-calls"))
+                master.client().execute_command("WAIT", 1, 5000)  # (its replica has the groups)
+                cluster.kill(master)
+                await asyncio.to_thread(cluster.wait_failover, master)
+                client = open_sync(url if master.port != cluster.nodes[0].port else cluster.nodes_alive()[0].url)
+                try:
+                    streams = queue_a_call_in_every_stream(client)
+                    while any(client.xinfo_groups(stream)[0]["last-delivered-id"] == b"0-0" or pending(client)[stream]
+                              for stream in streams):
+                        await asyncio.sleep(0.05)  # (the group's state: nothing to await)
+                    return pending(client)
+                finally:
+                    client.close()
+        finally:
+            stop.set()
+            await running
+            await services.close()
+
+    try:
+        assert asyncio.run(run()) == dict.fromkeys(CALL_STREAMS, 0)
+    finally:
+        cluster.stop()

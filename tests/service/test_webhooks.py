@@ -15,15 +15,22 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
 import pytest
+import redis
 
 from sdk.bot import HouseBotPlayer
 from sdk.webhook import SIGNATURE_HEADER, SignatureError, serve_in_thread, sign, verify
+from service.domain.matches import Caller
+from service.domain.services import Services
 from service.domain.webhooks import checked_url
 from service.errors import BadInput
+from service.model.homes import new_match_id
+from service.settings import Settings
+from service.store.keys import bot_matches_key, match_key
 from tests.project.readme_blocks import readme_blocks
 from tests.service.arena_client import Api, free_port, wait_until
 from worker.webhooks import CallFailed, WebhookClient
@@ -90,6 +97,7 @@ class Misbehaving(BaseHTTPRequestHandler):
         call = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         mode: str = self.server.mode  # type: ignore[attr-defined]
         self.server.calls += 1  # type: ignore[attr-defined]
+        self.heard(call)
         status, body, headers = 200, b'{"bid": 0}', {}
         if mode == "not-json":
             body = b"<html>hello</html>"
@@ -116,12 +124,15 @@ class Misbehaving(BaseHTTPRequestHandler):
         except OSError:  # the server hung up on a slow or big answer
             pass
 
+    def heard(self, call: dict[str, Any]) -> None:
+        """Each call as it comes (a subclass records them)."""
+
     def log_message(self, format: str, *args: Any) -> None:  # (http.server's name)
         pass
 
 
-def misbehaving(mode: str) -> ThreadingHTTPServer:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Misbehaving)
+def misbehaving(mode: str, handler: type[Misbehaving] = Misbehaving) -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     server.handle_error = lambda *_: None  # type: ignore[method-assign]  # (calls it hung up on)
     server.mode = mode  # type: ignore[attr-defined]
@@ -308,6 +319,112 @@ def test_a_match_of_webhook_bots_is_played_to_the_end_without_a_timeout(hooks_ap
     finally:
         for bot in bots:
             bot.close()
+
+
+def test_a_bot_that_sets_its_webhook_in_a_match_is_called_for_its_turns_from_then_on(hooks_api: Api,
+                                                                                  worker: Any) -> None:
+    """The seat's bot had no webhook when it joined: setting one marks the match (``hooked``),
+    so its next turns are called (its start first); only a turn queued before that can time
+    out. (Its webhook checks no signature, so no call can be refused while the secret is new.)"""
+    bots = [SdkBot(hooks_api), SdkBot(hooks_api)]
+    heard: list[tuple[str, str]] = []  # (match, kind) of each call to the late bot
+
+    class Late(Misbehaving):
+        def heard(self, call: dict[str, Any]) -> None:
+            heard.append((call["match"]["id"], call["type"]))
+
+    late = misbehaving("good", Late)
+    late_token, _ = hooks_api.register()
+    try:
+        match_id = play_match(hooks_api, [*bots, SimpleNamespace(token=late_token)], timeout_ms=2000)
+        hooks_api.data(SET, {"u": url_of(late)}, late_token)
+        final = wait_until(lambda: (m := seats(hooks_api, match_id))["status"] == "FINISHED" and m,
+                           "the match to finish", timeout=120)
+        assert [s["timeouts"] for s in final["seats"]][:2] == [0, 0]
+        assert final["seats"][2]["timeouts"] <= 1  # (its turn due before its webhook, if it was)
+        kinds = wait_until(lambda: (k := [kind for m, kind in heard if m == match_id])[-1:] == ["end"] and k,
+                           "the late bot's end call")
+        assert kinds[0] == "start" and kinds.count("start") == 1 and kinds.count("turn") >= 5
+    finally:
+        for bot in bots:
+            bot.close()
+        late.shutdown()
+        late.server_close()
+
+
+# ---------------------------------------------------------------------- the matches' marks
+
+
+def a_stand_in_match(client: redis.Redis, hooked: str | None = None) -> str:
+    """A match's hash as far as its marks need it (a homed id: its own slot)."""
+    match_id = new_match_id()
+    client.hset(match_key(match_id), mapping={"version": 1, **({"hooked": hooked} if hooked else {})})
+    return match_id
+
+
+def hooked_of(client: redis.Redis, match_id: str) -> bytes | None:
+    return client.hget(match_key(match_id), "hooked")  # type: ignore[return-value]
+
+
+def test_a_matchs_mark_of_a_bot_is_added_and_removed_once_and_only_where_the_match_is(redis_url: str,
+                                                                                     redis_client: redis.Redis) -> None:
+    fresh, shared = a_stand_in_match(redis_client), a_stand_in_match(redis_client, "|other|")
+    gone = new_match_id()
+
+    async def run() -> list[bool]:
+        services = Services.open(Settings(REDIS_URL=redis_url))
+        store = services.matches.matches
+        try:
+            return [await store.set_hooked(fresh, "b1", True), await store.set_hooked(fresh, "b1", True),
+                    await store.set_hooked(shared, "b1", True), await store.set_hooked(shared, "b2", True),
+                    await store.set_hooked(shared, "b1", False), await store.set_hooked(shared, "b1", False),
+                    await store.set_hooked(gone, "b1", True)]
+        finally:
+            await services.close()
+
+    assert asyncio.run(run()) == [True] * 6 + [False]
+    assert hooked_of(redis_client, fresh) == b"|b1|"
+    assert hooked_of(redis_client, shared) == b"|other|b2|"
+    assert not redis_client.exists(match_key(gone))  # (nothing made for a match not there)
+
+
+def test_setting_and_removing_a_webhook_marks_and_unmarks_the_bots_live_matches(redis_url: str,
+                                                                                redis_client: redis.Redis) -> None:
+    """Its matches follow its webhook, the other bots' marks kept; a remove that lands while a
+    set marks the matches (their bot-hash writes crossing) leaves them unmarked, as the bot is."""
+    bot_id = f"marks-{os.urandom(4).hex()}"
+    live = [a_stand_in_match(redis_client, "|other|"), a_stand_in_match(redis_client)]
+    redis_client.sadd(bot_matches_key(bot_id), *live, new_match_id())  # (and one that left Redis)
+    caller = Caller(bot_id, "marks")
+
+    async def run() -> list[list[bytes | None]]:
+        services = Services.open(Settings(REDIS_URL=redis_url))
+        webhooks = services.webhooks
+        seen = []
+        try:
+            await webhooks.set(caller, "http://127.0.0.1:9/hook")
+            seen.append([hooked_of(redis_client, m) for m in live])
+            await webhooks.remove(caller)
+            seen.append([hooked_of(redis_client, m) for m in live])
+            listed = webhooks.bots.open_matches
+            crossed = False
+
+            async def removed_meanwhile(bot: str) -> list[str]:
+                nonlocal crossed
+                if not crossed:  # another request's remove, its marks not made yet
+                    crossed = True
+                    await webhooks.store.remove(bot)
+                return await listed(bot)
+
+            webhooks.bots.open_matches = removed_meanwhile  # type: ignore[method-assign]
+            await webhooks.set(caller, "http://127.0.0.1:9/hook")
+            seen.append([hooked_of(redis_client, m) for m in live])
+            return seen
+        finally:
+            await services.close()
+
+    assert asyncio.run(run()) == [[b"|other|" + bot_id.encode() + b"|", b"|" + bot_id.encode() + b"|"],
+                                  [b"|other|", b"|"], [b"|other|", b"|"]]
 
 
 BAD_ANSWERS = {
