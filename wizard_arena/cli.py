@@ -128,7 +128,8 @@ def _bench_cluster(args: argparse.Namespace) -> None:
     from bench.cluster import bench_cluster
 
     result = bench_cluster(
-        args.clients, args.seconds, args.seed, args.masters, args.replicas, args.matches, args.slice_seconds
+        args.clients, args.seconds, args.seed, args.masters, args.replicas, args.matches, args.slice_seconds,
+        args.compare, args.replica_timeout_ms,
     )
     _print_nested(result, args.json)
 
@@ -621,7 +622,15 @@ def build_parser() -> argparse.ArgumentParser:
     cluster.add_argument("--seconds", type=float, default=30.0, help="of interleaved moves, both sides together")
     cluster.add_argument("--slice-seconds", type=float, default=1.0, help="one side's turn")
     cluster.add_argument("--masters", type=int, default=3)
-    cluster.add_argument("--replicas", type=int, default=0, help="replicas per master (their CPU is reported apart)")
+    cluster.add_argument(
+        "--compare", choices=("single", "wait", "wait-single"), default="single",
+        help="single: the cluster against one Redis server; wait: ARENA_COMMIT_REPLICAS=1 against 0, two serve "
+        "processes on one cluster with replicas; wait-single: the same on one server with one replica",
+    )
+    cluster.add_argument(
+        "--replicas", type=int, help="replicas per master (their CPU is reported apart; default 0, 1 with --compare wait)"
+    )
+    cluster.add_argument("--replica-timeout-ms", type=int, default=100, help="ARENA_COMMIT_REPLICA_TIMEOUT_MS (--compare wait)")
     cluster.add_argument("--matches", type=int, default=1000, help="live matches made on each side for spread and memory")
     cluster.add_argument("--seed", type=int, default=1)
     cluster.add_argument("--json", action="store_true", help="print one JSON line")
