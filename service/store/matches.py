@@ -42,7 +42,8 @@ log = logging.getLogger("wizard_arena.matches")
 
 # Queue the webhook calls due (a Lua function the scripts below share): ARGV[at] calls, each
 # 'match|version|seat|kind|bot' in the ARGV after it, go on the home's dispatchers' stream
-# (KEYS[5], which keeps about its last 100000), those of bots that have a webhook: the match
+# (KEYS[5], which keeps about its last 2,000: the 65 homes' streams about what the one stream
+# before homes kept), those of bots that have a webhook: the match
 # hash's ``hooked`` (|bot|bot|, kept as bots join and set or remove their webhooks), or for a
 # match made before homes (one Redis server) whose commit passes each call's bot hash after
 # KEYS[5], that hash's webhook field.
@@ -59,7 +60,7 @@ local function queue_calls(at)
     else
       on = string.find(hooked, '|' .. string.match(call, '[^|]*$') .. '|', 1, true)
     end
-    if on then redis.call('XADD', KEYS[5], 'MAXLEN', '~', 100000, '*', 'c', call) end
+    if on then redis.call('XADD', KEYS[5], 'MAXLEN', '~', 2000, '*', 'c', call) end
   end
 end
 """
