@@ -24,7 +24,8 @@ BOT = "query($id: ID!) { bot(id: $id) { name } }"
 
 def written_by_a_run(tmp_path: Path, names: list[str]) -> tuple[Path, dict[str, str]]:
     """A data folder whose append-only file a real `up` wrote: the bots ``names`` registered
-    in that order (each registration one MULTI/EXEC), then a clean stop. Their ids."""
+    in that order (each registration in steps, its bot made visible by one MULTI/EXEC), then a
+    clean stop. Their ids."""
     data = tmp_path / "arena"
     up = Up(data, tmp_path / "writer.log").wait_healthy()
     try:
@@ -32,6 +33,12 @@ def written_by_a_run(tmp_path: Path, names: list[str]) -> tuple[Path, dict[str, 
     finally:
         up.stop()
     return data, ids
+
+
+def making(aof: bytes, bot_id: str) -> int:
+    """Where the transaction that makes a bot visible (its hash: the last step of its
+    registration to name its key) begins in the append-only file."""
+    return aof.rindex(MULTI, 0, aof.rindex(f"{{b:{bot_id}}}:bot".encode()))
 
 
 def sha(path: Path) -> str:
@@ -48,7 +55,7 @@ def test_an_incomplete_last_write_is_cut_off_and_the_run_starts_without_it(tmp_p
     data, ids = written_by_a_run(tmp_path, ["kept-bot", "torn-bot"])
     aof = data / "appendonly.aof"
     whole = aof.read_bytes()
-    last = whole.rindex(MULTI, 0, whole.rindex(b"torn-bot"))  # the transaction that writes torn-bot
+    last = making(whole, ids["torn-bot"])
     cut = last + len(MULTI) + 30  # a crash in the middle of writing it
     aof.write_bytes(whole[:cut])
 
@@ -67,7 +74,7 @@ def test_damage_before_the_end_stops_up_with_the_command_that_repairs_it(tmp_pat
     data, ids = written_by_a_run(tmp_path, ["before-damage", "after-damage"])
     aof = data / "appendonly.aof"
     whole = aof.read_bytes()
-    damage = whole.rindex(MULTI, 0, whole.rindex(b"after-damage"))  # the transaction that writes after-damage
+    damage = making(whole, ids["after-damage"])
     aof.write_bytes(whole[:damage] + b"X" + whole[damage + 1:])
     damaged = sha(aof)
     log = (data / "redis.log").read_bytes()
