@@ -338,7 +338,7 @@ def test_a_tournaments_matches_by_round_oldest_table_first():
     arena = Tournament("a", TournamentSpec("t", "WIZARD", [], 3, TournamentFormat.ARENA, None, 5, 0, 1000, False,
                                            False, "c"), TournamentStatus.RUNNING,
                        tables={"a0": Table([0, 1, 2], "s", None, 1), "a1": Table([3, 4, 5], "s", None, 2)})
-    assert arena.rounds() == [(None, ["a-a0-0", "a-a1-0"])]
+    assert arena.rounds() == [(None, [homed_match_id("a-a0-0"), homed_match_id("a-a1-0")])]
 
 
 # ---------------------------------------------------------------------- in Chromium
