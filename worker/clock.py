@@ -51,6 +51,9 @@ HOUSE_PLAY_EVERY = 0.05
 #: house-only matches one worker's clock plays at once at most: the rest wait for a worker with
 #: room (the moves are the CPU's: more at once in one process only share its core)
 HOUSE_MATCHES_PER_WORKER = 8
+#: house-only matches a clock takes in one round (every HOUSE_PLAY_EVERY s): one, so that the
+#: matches a round of a tournament hands over at once are shared out among the workers polling
+HOUSE_MATCHES_PER_ROUND = 1
 SETTLE_CLAIM_SECONDS = 30
 #: ended matches settled by one job at most
 SETTLE_BATCH = 200
@@ -93,7 +96,7 @@ class HousePlayer:
         room = HOUSE_MATCHES_PER_WORKER - len(self.playing)
         if house_play is None or room <= 0:
             return 0
-        taken = await house_play.take(room)
+        taken = await house_play.take(min(room, HOUSE_MATCHES_PER_ROUND))
         for match_id in taken:
             task = asyncio.create_task(self.services.matches.play_house_turns(match_id))
             self.playing.add(task)

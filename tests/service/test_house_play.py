@@ -40,7 +40,6 @@ def test_a_worker_hands_over_the_house_only_matches_it_starts_and_each_clock_pla
     redis_url, redis_client, monkeypatch
 ):
     redis_client.delete(HOUSE_PLAY)  # (left by another test)
-    monkeypatch.setattr(clock, "HOUSE_MATCHES_PER_WORKER", 3)
 
     async def main() -> tuple[list[int], list[int], list[MatchStatus]]:
         services, other = worker_services(redis_url), worker_services(redis_url)
@@ -49,7 +48,12 @@ def test_a_worker_hands_over_the_house_only_matches_it_starts_and_each_clock_pla
             await services.matches.drain()  # the hand-over is done, and nothing was played here
             versions = [(await services.matches.get(m)).version for m in ids]
             players = [clock.HousePlayer(services), clock.HousePlayer(other)]
-            shares = [await player.take_share() for player in players]  # two workers' clocks
+            monkeypatch.setattr(clock, "HOUSE_MATCHES_PER_WORKER", 0)
+            assert [await player.take_share() for player in players] == [0, 0]  # no room: none taken
+            monkeypatch.setattr(clock, "HOUSE_MATCHES_PER_WORKER", 8)
+            shares = [0, 0]
+            for turn in range(5):  # two workers' clocks going round in turn, one match a round each
+                shares[turn % 2] += await players[turn % 2].take_share()
             for player in players:
                 await asyncio.gather(*player.playing)
             return versions, shares, [(await services.matches.get(m)).status for m in ids]
@@ -59,7 +63,7 @@ def test_a_worker_hands_over_the_house_only_matches_it_starts_and_each_clock_pla
 
     versions, shares, statuses = asyncio.run(main())
     assert versions == [4] * 5  # created (1) and three seats taken: no house move made where it started
-    assert shares == [3, 2]  # each as many as it has room for
+    assert shares == [3, 2]  # shared out, a round at a time
     assert statuses == [MatchStatus.FINISHED] * 5
 
 
