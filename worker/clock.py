@@ -6,7 +6,7 @@
   (``worker.jobs.fit_ratings``); a settlement that a dead worker left unfinished is queued
   again once its claim (``SETTLE_CLAIM_SECONDS``) lapses;
 - every 0.05 s: the house-only matches workers started (tournament tables of house bots) and
-  handed over are taken, each worker's clock as many as it has room for
+  handed over are taken, each worker's clock one a round while it has room
   (``HOUSE_MATCHES_PER_WORKER``), and played in its loop: every worker takes a share;
 - every 0.5 s: each tournament that is due or running is advanced (started at its time,
   its next tables created as its matches end), and each that ended gets a job that archives
@@ -84,7 +84,7 @@ async def queue_settlements(services: Services, queue: JobQueue) -> int:
 
 class HousePlayer:
     """This worker's share of the house-only matches handed over (``service.store.house_play``):
-    as many as it has room for, each played to its end as a task of the clock's loop (where
+    one a round while it has room, each played to its end as a task of the clock's loop (where
     the worker that started a match used to play it: now whichever worker has room does)."""
 
     def __init__(self, services: Services) -> None:

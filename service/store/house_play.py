@@ -1,6 +1,6 @@
 """House-only matches (a tournament's table of house bots) whose moves a worker is to make:
 the process that starts one hands it over here instead of playing it itself, and each
-worker's clock takes as many as it has room for and plays them, so that the matches are
+worker's clock takes one a round while it has room and plays it, so that the matches are
 played wherever a worker is free (``worker.clock.HousePlayer``).
 
 One list, written and read by single-key commands (a cluster puts it on one master; it
