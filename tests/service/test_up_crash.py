@@ -43,9 +43,13 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="th
 def assert_match_whole(client: redis.Redis, match_id: str) -> LiveMatch:
     """The stored match agrees with its log: versions 1..N without gap or repeat, N the
     match's version, the latest event the one it names, its snapshot (engine state and the
-    rest) what replaying the log gives, its deadline where the sweeper looks."""
-    stored = client.hgetall(f"{{m:{match_id}}}:match")
-    events = client.xrange(f"{{m:{match_id}}}:events")
+    rest) what replaying the log gives, its deadline where the sweeper looks. Read in one
+    MULTI: the restarted worker goes on playing the match meanwhile."""
+    with client.pipeline(transaction=True) as pipe:
+        pipe.hgetall(f"{{m:{match_id}}}:match")
+        pipe.xrange(f"{{m:{match_id}}}:events")
+        pipe.zscore(match_home_key(match_id, "deadlines"), match_id)
+        stored, events, deadline = pipe.execute()
     versions = [int(fields[b"v"]) for _, fields in events]
     assert versions == list(range(1, len(events) + 1)), f"event versions {versions[:5]}…{versions[-5:]}"
     assert int(stored[b"version"]) == versions[-1], "the match's version is its latest event's"
@@ -58,7 +62,6 @@ def assert_match_whole(client: redis.Redis, match_id: str) -> LiveMatch:
     assert replayed.version == match.version
     assert state_to_bytes(replayed.state) == stored[b"state"], "the snapshot is the state the log replays to"
     assert replayed.live_json() == stored[b"live"], "seats, status, timeouts and deadline agree with the log"
-    deadline = client.zscore(match_home_key(match_id, "deadlines"), match_id)
     assert (None if deadline is None else int(deadline)) == match.due_ms, "the sweeper looks at the match when it is due"
     return match
 
