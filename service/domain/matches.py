@@ -611,8 +611,7 @@ class MatchService:
 
     async def resync_deadline(self, match_id: str) -> None:
         """Put the deadline index right for one match (after a sweep found nothing due)."""
-        stored = await self.matches.load(match_id)
-        await self.matches.set_due(match_id, None if stored is None else stored.match.due_ms)
+        await self.matches.resync_due(match_id)
 
     async def _act_for_seats(self, match_id: str, overdue_only: bool) -> int:
         """Make the house bots' moves (and, with ``overdue_only``, the fallback moves of seats

@@ -227,6 +227,21 @@ return 1
 """
 
 
+# Put the sweeper's index right for a match read at version ARGV[2], unless it moved on since
+# (the commit that moved it set the index): at ARGV[3] ms, or out of it for ''. A match no
+# longer in Redis leaves the index. 1: written, 0: the match moved on.
+# KEYS: the match, its home's deadlines. ARGV: the match, its version, when it is due or ''.
+RESYNC_DUE = """
+local current = redis.call('HGET', KEYS[1], 'version')
+if current and current ~= ARGV[2] then return 0 end
+if ARGV[3] == '' or not current then
+  redis.call('ZREM', KEYS[2], ARGV[1])
+else
+  redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+end
+return 1
+"""
+
 def _due(match: LiveMatch) -> str:
     return "" if match.due_ms is None else str(match.due_ms)
 
@@ -363,6 +378,7 @@ class MatchStore:
         self._reserve = redis.register_script(RESERVE_WAITING)
         self._claim_unsettled = redis.register_script(CLAIM_UNSETTLED)
         self._settled = redis.register_script(SETTLED)
+        self._resync_due = redis.register_script(RESYNC_DUE)
 
     async def create(
         self, match: LiveMatch, events: Sequence[dict[str, Any]] = (), sealed: bool = False,
@@ -683,6 +699,15 @@ class MatchStore:
             for match_id in match_ids:
                 pipe.hset(match_home_key(match_id, "settle-claims"), match_id, until)
             await pipe.execute()
+
+    async def resync_due(self, match_id: str) -> None:
+        """Put the sweeper's index right for one match, as it is stored now: a sweep found
+        nothing due (a commit that raced it, a clock that differs). Written only if the match
+        has not moved on since it was read, so a stale read never undoes a newer deadline."""
+        stored = await self.load(match_id)
+        version, due = ("", "") if stored is None else (str(stored.match.version), _due(stored.match))
+        await self._resync_due(keys=[match_key(match_id), match_home_key(match_id, "deadlines")],
+                               args=[match_id, version, due])
 
     async def set_due(self, match_id: str, due_ms: int | None) -> None:
         """Put a match in the sweeper's index at ``due_ms`` (out of it for None)."""

@@ -126,6 +126,44 @@ def test_set_hooked_marks_and_unmarks_a_bot_of_an_existing_match_only(services):
     run(services, work())
 
 
+def test_a_resync_from_a_stale_read_never_undoes_a_newer_deadline(services):
+    """The sweeper resyncs a match it found nothing due in: a commit that lands between that
+    read and the write keeps its own deadline (CI once caught the index 5 ms off the match)."""
+    alice, bob = bots("resync", 2)
+    match = live_match(ruleset="WIZARD_JUNIOR", timeout_ms=600_000)
+    store = services.matches.matches
+    redis = services.redis
+    deadline_of = lambda: redis.zscore(match_home_key(match.id, "deadlines"), match.id)  # noqa: E731
+
+    async def work() -> None:
+        assert await store.create(match)
+        for seat, holder in enumerate([SeatHolder(alice, "Alice"), house(1), SeatHolder(bob, "Bob")]):
+            assert await store.commit(match, match.join(seat, holder, now_ms()))
+        stale = await store.load(match.id)
+        assert stale is not None
+        seat, action = first_action(match)
+        assert await store.commit(match, match.play(seat, action, "bot", now_ms() + 50))
+        assert match.due_ms != stale.match.due_ms
+        fresh_load = store.load
+
+        async def load_before_the_commit(match_id: str):  # the sweeper's read, overtaken
+            return stale
+
+        store.load = load_before_the_commit  # type: ignore[method-assign]
+        await store.resync_due(match.id)
+        assert await deadline_of() == match.due_ms, "the newer commit's deadline stays"
+        store.load = fresh_load  # type: ignore[method-assign]
+        await redis.zadd(match_home_key(match.id, "deadlines"), {match.id: 1})  # the index wrong
+        await store.resync_due(match.id)
+        assert await deadline_of() == match.due_ms, "a read of the current version puts it right"
+        await redis.delete(match_key(match.id))  # the match left Redis
+        await store.resync_due(match.id)
+        assert await deadline_of() is None
+        await redis.zrem(match_home_key(match.id, "live"), match.id)
+
+    run(services, work())
+
+
 def test_a_match_created_with_its_seats_taken_queues_its_hooked_bots_start_calls(services):
     alice, bob = bots("seated", 2)
     match = live_match(ruleset="WIZARD_JUNIOR", timeout_ms=600_000)
