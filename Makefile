@@ -67,7 +67,7 @@ FAST_TESTS := tests/engine tests/sdk tests/project wizard sdk ranking contract
 # concurrency 25 s, matches 22 s, subscriptions 20 s, the other two 16 s; measured with the
 # issue's branches merged); `make test` grows by about 4 min, as the own files leave
 # test-service. test_ratings.py is the one to drop first if CI needs the time.
-CLUSTER_OWN_TESTS := tests/service/test_cluster_feed.py tests/service/test_cluster_failover.py \
+CLUSTER_OWN_TESTS := tests/service/test_cluster_feed.py tests/service/test_cluster_failover.py tests/service/test_cluster_resharding.py \
 	tests/service/test_commit_replicas.py
 CLUSTER_TESTS := tests/service/test_matches_http.py tests/service/test_tournaments.py \
 	tests/service/test_ratings.py tests/service/test_subscriptions.py tests/service/test_concurrency.py \

@@ -173,9 +173,14 @@ class Unavailable(ServiceError):
 
 
 #: what a dependency that is away raises: Redis's client (BusyLoadingError, a Redis still
-#: reading its append-only file, is a ConnectionError), the archive's (SQLAlchemy wraps
-#: asyncpg's), and the socket's own (a refused or reset connection, a timed-out one)
-REDIS_AWAY = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+#: reading its append-only file, is a ConnectionError; on a cluster, a failover or a slot's
+#: migration that outlasted the client's attempts ends in a ClusterError, a TRYAGAIN answer
+#: too), the archive's (SQLAlchemy wraps asyncpg's), and the socket's own (a refused or reset
+#: connection, a timed-out one)
+REDIS_AWAY = (
+    redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, redis.exceptions.ClusterError,
+    redis.exceptions.TryAgainError,
+)
 ARCHIVE_AWAY = (
     ArchiveUnavailable, sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError, asyncpg.InterfaceError,
     asyncpg.CannotConnectNowError, asyncpg.ConnectionDoesNotExistError, ConnectionError, TimeoutError,

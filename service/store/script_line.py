@@ -61,8 +61,13 @@ race (its compare-and-set failing on its own write) instead of as the "may have 
 A MOVED answer (a failover, seen before the client saw it), TRYAGAIN and CLUSTERDOWN ran
 nothing: the call goes again where the layout, asked again, says. A lost line has the client
 ask for the layout too (it would not by itself: it only asks when its own commands fail).
-Slots migrating (ASK) are not followed: homes do not move between nodes while the service
-runs; such a call fails.
+While a slot migrates (an operator resharding: ``redis-cli --cluster reshard|rebalance``), a
+script whose keys have left its master is answered ASK: it goes to the node named, preceded
+by ASKING in the same write down that node's line (ASKING holds for the next command of its
+connection only). The node runs it if it holds every key the script names, else answers
+TRYAGAIN, as the master does when it holds some of them only: the call waits (with back-off)
+and goes again until the slot has moved, after which MOVED sends it to its new master. Each
+of these answers ran nothing.
 """
 
 from __future__ import annotations
@@ -103,8 +108,10 @@ log = logging.getLogger("wizard_arena.redis")
 _CALL_ERRORS = (ResponseError, BusyLoadingError)
 #: why a call fails once the line is closed
 _CLOSED = "the Redis connection is closed (the service is shutting down)"
-#: how many times a call on a cluster follows a redirection or waits out a failover before failing
-_CLUSTER_ATTEMPTS = 8
+#: how many times a call on a cluster follows a redirection or waits out a failover or a slot's
+#: migration before failing (with back-off: about 13 s in all)
+_CLUSTER_ATTEMPTS = 12
+_ASKING = hiredis.pack_command(("ASKING",))
 #: the least time between two logged replica shortfalls (they are all counted)
 _SHORTFALL_LOG_SECONDS = 10.0
 #: after a shortfall, how long a line's replicated calls wait for no replica (see the module)
@@ -188,18 +195,21 @@ class ScriptLine:
             self._shortfall(acknowledged)
         return answer
 
-    async def _run_here(self, script: AsyncScript, keys: list[Any], args: list[Any], wait: int) -> tuple[Any, int]:
-        """On this line: the answer, and how many replicas acknowledged it (0 unless ``wait``)."""
+    async def _run_here(
+        self, script: AsyncScript, keys: list[Any], args: list[Any], wait: int, asking: bool = False,
+    ) -> tuple[Any, int]:
+        """On this line: the answer, and how many replicas acknowledged it (0 unless ``wait``).
+        ``asking``: preceded by ASKING (an ASK redirection: see the module)."""
         waits = wait > 0 and time.monotonic() >= self._replicas_missing_until
         try:
             answer, acknowledged = await self._call(
-                hiredis.pack_command(("EVALSHA", script.sha, len(keys), *keys, *args)), waits
+                hiredis.pack_command(("EVALSHA", script.sha, len(keys), *keys, *args)), waits, asking
             )
         except NoScriptError:
             # the server lost its script cache (a restart, a failover), so the call ran
             # nothing: send the script itself, down the same connection (which caches it)
             answer, acknowledged = await self._call(
-                hiredis.pack_command(("EVAL", script.script, len(keys), *keys, *args)), waits
+                hiredis.pack_command(("EVAL", script.script, len(keys), *keys, *args)), waits, asking
             )
         if waits and acknowledged < wait:  # the replicas are away: wait for none for a while
             self._replicas_missing_until = time.monotonic() + _REPLICAS_RETRY_SECONDS
@@ -219,9 +229,10 @@ class ScriptLine:
                 acknowledged, self.replicas, self.replica_timeout_ms, self.replica_shortfalls, _SHORTFALL_LOG_SECONDS,
             )
 
-    async def _call(self, packed: bytes, replicated: bool = False) -> tuple[Any, int]:
+    async def _call(self, packed: bytes, replicated: bool = False, asking: bool = False) -> tuple[Any, int]:
         """The answer to ``packed``, and when ``replicated``, how many replicas acknowledged
-        the line's writes up to it (else 0)."""
+        the line's writes up to it (else 0). ``asking``: ASKING goes right before it (both are
+        queued in this one step, so nothing comes between them on the connection)."""
         line = self._line
         if line is None:
             try:
@@ -230,6 +241,12 @@ class ScriptLine:
                 if self._closed or isinstance(error, (NotConnected, TimeoutError)):
                     raise
                 raise NotConnected(f"could not connect to Redis: {error!r}") from error
+        if asking:  # its answer (OK) is nobody's
+            asked: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            asked.add_done_callback(_drop)
+            line.outbox.append(_ASKING)
+            line.waiting.append(asked)
+            line.queued += 1
         answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         line.outbox.append(packed)
         line.waiting.append(answer)
@@ -380,32 +397,43 @@ class ScriptLine:
 
     async def _run_on_master(self, script: AsyncScript, keys: list[Any], args: list[Any], wait: int) -> tuple[Any, int]:
         """On a Redis Cluster: down the line of the master of the keys' slot; again where the
-        layout says after an answer that ran nothing (MOVED, TRYAGAIN, CLUSTERDOWN, a master
-        that could not be reached), up to ``_CLUSTER_ATTEMPTS`` times (with back-off: about
-        6 s, two failovers' time at the embedded cluster's node timeout of 2 s)."""
+        layout says after an answer that ran nothing (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, a
+        master that could not be reached), up to ``_CLUSTER_ATTEMPTS`` times (with back-off:
+        about 13 s, several failovers' time at the embedded cluster's node timeout of 2 s, or a
+        slot of a few thousand keys migrated)."""
         cluster = cast(RedisCluster, self._redis)
         assert self._masters is not None
         backoff = Backoff()
         last: BaseException | None = None
-        for _ in range(_CLUSTER_ATTEMPTS):
+        asked: ClusterNode | None = None  # the node an ASK named, for the next attempt only
+        attempts = 0
+        while attempts < _CLUSTER_ATTEMPTS:
+            attempts += asked is None  # (an ASK is followed at once: its node's answer counts)
             if self._closed:
                 raise RedisConnectionError(_CLOSED)
             if not cluster.get_nodes():
                 await cluster.initialize()  # before the client's first command
-            node = cluster.nodes_manager.get_node_from_slot(cluster.keyslot(keys[0]))
+            node = asked or cluster.nodes_manager.get_node_from_slot(cluster.keyslot(keys[0]))
             line = self._masters.get(node.name)
             if line is None:
                 line = self._masters[node.name] = ScriptLine(
                     self._redis, self._timeout, self.replicas, self.replica_timeout_ms, node=node,
                 )
             try:
-                return await line._run_here(script, keys, args, wait)
-            except MovedError as error:  # a failover the client has not seen yet
-                last = error
+                return await line._run_here(script, keys, args, wait, asking=asked is not None)
+            except MovedError as error:  # a failover the client has not seen yet, a slot moved
+                last, asked = error, None
                 await cluster.nodes_manager.move_slot(error)
-            except AskError:
-                raise
-            except (TryAgainError, ClusterDownError, NotConnected) as error:  # a failover under way; ran nothing
+            except AskError as error:  # the slot is migrating and the keys have left: ask its new node
+                last = error
+                asked = cluster.get_node(error.host, error.port)
+                if asked is None:  # a node the layout does not know yet
+                    await refresh_nodes(self._redis, None)
+                    asked = cluster.get_node(error.host, error.port)
+                    if asked is None:
+                        await backoff.wait()
+            except (TryAgainError, ClusterDownError, NotConnected) as error:  # a failover or a migration under way; ran nothing
+                asked = None
                 last = error
                 await backoff.wait()
                 await refresh_nodes(self._redis, node.name if isinstance(error, NotConnected) else None)
