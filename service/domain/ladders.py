@@ -121,9 +121,12 @@ def _house_identity(kind: str) -> str:
     return f"house-{kind.lower()}"
 
 
-def _match_id(ladder: str, table_id: str, turn: int) -> str:
+def ladder_match_id(ladder: str, table_id: str, table: dict[str, Any], turn: int) -> str:
+    """The id of a table's ``turn``-th match, fixed by the ladder, the table and the turn: homed
+    unless the table was stored before matches had homes (its matches keep their ids)."""
     ruleset, players = ladder.split(":")
-    return homed_match_id(f"ladder-{ruleset.lower().replace('_', '-')}-{players}-{table_id}-{turn}")
+    base = f"ladder-{ruleset.lower().replace('_', '-')}-{players}-{table_id}-{turn}"
+    return homed_match_id(base) if table.get("homed") else base
 
 
 class LadderService:
@@ -289,6 +292,7 @@ class LadderService:
                 # earlier matches knows its opponents' hands, so only when the operator trusts them)
                 "duplicate": table.duplicate and self.settings.ladder_duplicate_sets,
                 "created": now_ms(),
+                "homed": True,
             }
             if await self.store.store_table(ladder, token, table_id, stored, _turns(stored), table.bots,
                                             _registered(stored), self.settings.ladder_max_matches):
@@ -305,7 +309,7 @@ class LadderService:
             table = tables.get(table_id)
             if table is not None and now_ms() - table["created"] < UNSTARTED_TABLE_MS:
                 await self._start(ladder, table_id, table, 0)
-            elif table is not None and await self.matches.matches.load(_match_id(ladder, table_id, 0)) is None:
+            elif table is not None and await self.matches.matches.load(ladder_match_id(ladder, table_id, table, 0)) is None:
                 # (a pass that died after creating the first match, not before: the table is
                 # in play, and its settlement ends it; dropping it would free its bots' cap
                 # under a match still played, and leave a duplicate set sealed and unfinished)
@@ -324,7 +328,7 @@ class LadderService:
             group=f"ladder-{ladder}-{table_id}" if duplicate else None, ladder_table=f"{ladder}:{table_id}",
         )
         holders = [seats[i] for i in rotation(list(range(len(seats))), turn) if i is not None]
-        await self.matches.create_seated(_match_id(ladder, table_id, turn), config, table["seed"], settings, holders,
+        await self.matches.create_seated(ladder_match_id(ladder, table_id, table, turn), config, table["seed"], settings, holders,
                                          sealed=duplicate)
 
     # ------------------------------------------------------------------ settling
@@ -339,7 +343,7 @@ class LadderService:
         if table is None:
             return  # ended already
         turns = _turns(table)
-        ids = [_match_id(ladder, table_id, turn) for turn in range(turns)]
+        ids = [ladder_match_id(ladder, table_id, table, turn) for turn in range(turns)]
         turn = ids.index(match.id) if match.id in ids else turns - 1
         if match.status is MatchStatus.FINISHED and turn + 1 < turns:
             await self._start(ladder, table_id, table, turn + 1)

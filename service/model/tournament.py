@@ -91,6 +91,9 @@ class Table:
     created_ms: int
     done: bool = False
     ended_ms: int | None = None
+    #: whether its matches' ids are homed (:func:`homed_match_id`, as every table made now);
+    #: False for a table stored before matches had homes, whose matches keep their ids
+    homed: bool = False
 
     def seated(self, turn: int) -> list[int | None]:
         """The entrants by seat in the table's ``turn``-th match (duplicate sets rotate them)."""
@@ -106,12 +109,14 @@ class Table:
             data["done"] = True
         if self.ended_ms is not None:
             data["ended"] = self.ended_ms
+        if self.homed:
+            data["homed"] = True
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Table:
         return cls(data["table"], data["seed"], data.get("round"), data["created"], bool(data.get("done")),
-                   data.get("ended"))
+                   data.get("ended"), bool(data.get("homed")))
 
 
 @dataclass(frozen=True)
@@ -176,7 +181,9 @@ class Tournament:
         """The ids of a table's matches, fixed by the tournament, the table and the turn, so
         that creating one twice (a worker retried) changes nothing."""
         turns = self.spec.players_per_match if self.spec.duplicate else 1
-        return [homed_match_id(f"{self.id}-{table_id}-{turn}") for turn in range(turns)]
+        bases = [f"{self.id}-{table_id}-{turn}" for turn in range(turns)]
+        table = self.tables.get(table_id)
+        return [homed_match_id(base) for base in bases] if table is None or table.homed else bases
 
     def all_match_ids(self) -> list[str]:
         """Every match of the tournament so far, oldest table first."""

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from ranking.ratings import elo_deviation_after
-from service.domain.ladders import house_kinds, ladder_standing
+from service.domain.ladders import house_kinds, ladder_match_id, ladder_standing
 from service.domain.matches import Caller
 from service.model.homes import homed_match_id
 from service.settings import Settings
@@ -298,7 +298,7 @@ def test_a_table_a_dead_pass_stored_but_never_started_is_started_by_the_next_or_
             token = await pass_lock(store, "WIZARD_JUNIOR:6")
             for table_id, age_ms in (("young", 0), ("old", 120_000)):
                 table = {"seats": seats, "seed": f"seed-{table_id}", "duplicate": False,
-                         "created": int(time.time() * 1000) - age_ms}
+                         "created": int(time.time() * 1000) - age_ms, "homed": True}
                 assert await store.store_table("WIZARD_JUNIOR:6", token, table_id, table, 1, ids, ids, 10)
         finally:
             await let_go(store)
@@ -663,6 +663,15 @@ def test_a_join_or_leave_that_died_half_way_shows_no_member_on_the_ladder(servic
             await services.close()
 
     asyncio.run(run())
+
+
+def test_a_ladder_table_stored_before_matches_had_homes_keeps_its_matches_ids() -> None:
+    """A table in play across the upgrade that homed match ids: its record has no ``homed``, so
+    its matches are found (and its duplicate set's next made) under the ids it began with."""
+    table = {"seats": [], "seed": "s", "duplicate": True, "created": 0}
+    assert [ladder_match_id("WIZARD:3", "7ab", table, turn) for turn in (0, 1)] == [
+        "ladder-wizard-3-7ab-0", "ladder-wizard-3-7ab-1"]
+    assert ladder_match_id("WIZARD:3", "7ab", {**table, "homed": True}, 1) == homed_match_id("ladder-wizard-3-7ab-1")
 
 
 @pytest.mark.skipif(ON_CLUSTER, reason="a cluster never held ladders under the old names")

@@ -50,7 +50,7 @@ from service.store.keys import (
 )
 from service.store.tournaments import CREATION_GRACE_MS
 from tests.service import arena_client
-from tests.service.conftest import ended_by_its_last_commit, live_match
+from tests.service.conftest import ON_CLUSTER, ended_by_its_last_commit, live_match
 
 #: tournaments progress in the background: polls here wait longer and less often
 wait_until = functools.partial(arena_client.wait_until, timeout=30.0, every=0.15)
@@ -695,6 +695,38 @@ def test_tables_are_stored_all_at_once_and_an_earlier_table_wins(services):
     assert first["r1t0"].seed == "first"
     assert both["r1t0"] == first["r1t0"], "the table stored first is kept"
     assert both["r1t1"].seed == "other"
+
+
+@pytest.mark.skipif(ON_CLUSTER, reason="a cluster never held matches made before homes")
+def test_a_table_stored_before_matches_had_homes_keeps_its_matches_ids(services):
+    """A server upgraded mid-tournament: a table stored before match ids were homed (no
+    ``homed`` in its record) names its matches by their old ids, so the tournament still finds
+    them (and never makes them again under new ids); a table made now is homed."""
+    creator = Caller(f"upgrade-c-{secrets.token_hex(4)}", "creator")
+
+    async def work() -> None:
+        tournaments = services.tournaments
+        spec = NewTournament("upgraded", "WIZARD_JUNIOR", players_per_match=3, rounds=2,
+                             starts_at_ms=now_ms() + 3_600_000, move_timeout_ms=600_000, rated=False,
+                             house_bots=["RANDOM", "RANDOM", "RANDOM"])
+        t = await tournaments.create(creator, spec)
+        try:
+            old = Table.from_dict({"table": [0, 1, 2], "seed": "old", "round": 1, "created": 1})  # as stored then
+            await tournaments.store.add_tables(t.id, {"r1t0": old})
+            await tournaments.store.add_tables(t.id, {"r2t0": Table([2, 0, 1], "new", 2, 2, homed=True)})
+            t = await tournaments.get(t.id)
+            assert t.match_ids("r1t0") == [f"{t.id}-r1t0-0"]
+            assert t.match_ids("r2t0") == [homed_match_id(f"{t.id}-r2t0-0")]
+            for match_id in t.all_match_ids():
+                await ended_by_its_last_commit(
+                    services, live_match(ruleset="WIZARD_JUNIOR", tournament=t.id, match_id=match_id)
+                )
+            assert [m.id for m in await tournaments.matches_of(t, 10, 0)] == t.all_match_ids()
+        finally:
+            await tournaments.cancel(creator, t.id)
+            await services.close()
+
+    asyncio.run(work())
 
 
 async def _dies(*args: Any, **kwargs: Any) -> None:
