@@ -279,6 +279,10 @@ class Registration(Enum):
     INDEX_NOT_BUILT = -1
 
 
+# Drop a token's hash, its last use and its bucket (one slot: the token's). KEYS: the three.
+DROP_TOKEN = "return redis.call('DEL', unpack(KEYS))"
+
+
 class BotStore:
     """Registered bots, their token hashes, their open matches and the request buckets."""
 
@@ -293,6 +297,7 @@ class BotStore:
         self._begin_token = redis.register_script(BEGIN_TOKEN)
         self._replace_token_entry = redis.register_script(REPLACE_TOKEN_ENTRY)
         self._mark_revoking = redis.register_script(MARK_REVOKING)
+        self._drop_token = redis.register_script(DROP_TOKEN)
 
     async def take_registration(self, address: str, per_hour: int) -> int:
         """One registration from the address's hourly allowance: 0, or the ms to wait."""
@@ -455,8 +460,13 @@ class BotStore:
 
     async def _drop_hash(self, token_hash: str) -> None:
         """The token's hash names its bot no more (with its bucket and last use: one slot), and
-        every API process is told (:meth:`_publish_revocation`)."""
-        await self.redis.delete(token_key(token_hash), token_used_key(token_hash), token_rate_key(token_hash))
+        every API process is told (:meth:`_publish_revocation`). Dropped as a commit is made,
+        down the commit line and replicated (``ARENA_COMMIT_REPLICAS``): a failover right after
+        a revocation was answered does not bring the token back."""
+        await self.scripts.run(
+            self._drop_token, [token_key(token_hash), token_used_key(token_hash), token_rate_key(token_hash)], [],
+            replicated=True,
+        )
         await self._publish_revocation(token_hash)
 
     async def _publish_revocation(self, token_hash: str) -> None:

@@ -15,7 +15,9 @@ import pytest
 import redis
 from redis.asyncio import Redis
 
+from service.store.bots import BotStore, TokenAdded, TokenRevoked
 from service.store.embedded_cluster import EmbeddedCluster
+from service.store.keys import bot_key, token_key
 from service.store.redis_client import open_async
 from service.store.script_line import ScriptLine
 from tests.service.arena_client import free_port
@@ -139,6 +141,36 @@ def test_after_a_shortfall_calls_wait_for_no_replica_for_a_while(primary_and_rep
     assert first >= 0.3  # waited out the timeout
     assert next_ten < 0.3  # ten calls answered without waiting, not ten timeouts
     assert shortfalls == 11
+
+
+def test_a_revoked_token_is_dropped_as_a_commit_is_made_on_the_replica_too(
+    primary_and_replica: tuple[Server, Server],
+) -> None:
+    """A revocation is answered once the replica has dropped the token too (a failover then
+    cannot bring it back); without the replicas asked for, it is answered and counted short."""
+    primary, replica = primary_and_replica
+    bot = f"revoker-{time.monotonic_ns()}"
+
+    async def main() -> tuple[int, int]:
+        client: Redis = open_async(primary.url, max_connections=4, timeout=5.0, client_name="replicas-test")
+        lines = [ScriptLine(client, replicas=1, replica_timeout_ms=2000),
+                 ScriptLine(client, replicas=2, replica_timeout_ms=200)]
+        try:
+            await client.hset(bot_key(bot), mapping={"name": "Revoker", "created": 1})
+            added = [await BotStore(client, lines[0]).add_token(bot, "Revoker", f"{bot}-{n}", f"t{n}", "t", 10)
+                     for n in range(3)]
+            assert [result for result, _ in added] == [TokenAdded.ADDED] * 3
+            assert await BotStore(client, lines[0]).revoke_token(bot, "t0") is TokenRevoked.REVOKED
+            assert not replica.client.exists(token_key(f"{bot}-0")), "the replica had it before the answer"
+            assert await BotStore(client, lines[1]).revoke_token(bot, "t1") is TokenRevoked.REVOKED
+            return lines[0].replica_shortfalls, lines[1].replica_shortfalls
+        finally:
+            for line in lines:
+                await line.close()
+            await client.aclose()
+
+    assert asyncio.run(main()) == (0, 1)
+    assert replica.client.exists(token_key(f"{bot}-2")), "the token in use is still there"
 
 
 def test_replicated_calls_on_a_cluster_reach_the_replica_of_their_slot(cluster: EmbeddedCluster) -> None:
