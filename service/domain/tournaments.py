@@ -425,7 +425,7 @@ class TournamentService:
         What Redis holds wins: a table stored by an earlier run keeps its seed and seats."""
         created = now_ms()
         fresh = {
-            table_id: Table(entrants, secrets.token_urlsafe(18), round_number, created, homed=True)
+            table_id: Table(entrants, secrets.token_urlsafe(18), round_number, created)
             for table_id, (entrants, round_number) in tables.items()
         }
         stored = await self.store.add_tables(t.id, fresh)

@@ -91,9 +91,9 @@ class Table:
     created_ms: int
     done: bool = False
     ended_ms: int | None = None
-    #: whether its matches' ids are homed (:func:`homed_match_id`, as every table made now);
-    #: False for a table stored before matches had homes, whose matches keep their ids
-    homed: bool = False
+    #: whether its matches' ids are homed (:func:`homed_match_id`), as every table made now
+    #: is; False for a table stored before matches had homes, whose matches keep their ids
+    homed: bool = True
 
     def seated(self, turn: int) -> list[int | None]:
         """The entrants by seat in the table's ``turn``-th match (duplicate sets rotate them)."""
@@ -109,7 +109,7 @@ class Table:
             data["done"] = True
         if self.ended_ms is not None:
             data["ended"] = self.ended_ms
-        if self.homed:
+        if self.homed:  # (a table stored without it is older than homes)
             data["homed"] = True
         return data
 

@@ -466,7 +466,9 @@ def test_an_arena_keeps_making_tables_until_its_time_is_up(api, worker):
     final = wait_until(finished, "the arena to finish", timeout=40)
     started, ended = ms(final["startedAt"]), ms(final["finishedAt"])
     assert ended >= started + 6_000  # it ran its whole time ...
-    assert len(final["matches"]) > 2 * 2  # ... making new tables as old ones ended
+    # ... making new tables as old ones ended: 2 at once (8 entrants, 4 a table), then 2 more
+    # at least (more on a fast machine: CI once had only the 4 under a load of 12 on 2 cores)
+    assert len(final["matches"]) >= 2 * 2
     for match in final["matches"]:  # ... every table made before the end, and played out
         assert match["status"] == "FINISHED"
         assert ms(match["createdAt"]) < started + 6_000 + 500  # (the last decided just before the end)
@@ -713,7 +715,7 @@ def test_a_table_stored_before_matches_had_homes_keeps_its_matches_ids(services)
         try:
             old = Table.from_dict({"table": [0, 1, 2], "seed": "old", "round": 1, "created": 1})  # as stored then
             await tournaments.store.add_tables(t.id, {"r1t0": old})
-            await tournaments.store.add_tables(t.id, {"r2t0": Table([2, 0, 1], "new", 2, 2, homed=True)})
+            await tournaments.store.add_tables(t.id, {"r2t0": Table([2, 0, 1], "new", 2, 2)})
             t = await tournaments.get(t.id)
             assert t.match_ids("r1t0") == [f"{t.id}-r1t0-0"]
             assert t.match_ids("r2t0") == [homed_match_id(f"{t.id}-r2t0-0")]
