@@ -426,6 +426,10 @@ class ScriptLine:
                 await cluster.nodes_manager.move_slot(error)
             except AskError as error:  # the slot is migrating and the keys have left: ask its new node
                 last = error
+                if asked is not None:  # sent on again by the node an ASK named: from the master, later
+                    asked = None
+                    await backoff.wait()
+                    continue
                 asked = cluster.get_node(error.host, error.port)
                 if asked is None:  # a node the layout does not know yet
                     await refresh_nodes(self._redis, None)
