@@ -24,7 +24,6 @@ as long)."""
 from __future__ import annotations
 
 from redis.asyncio import Redis
-from redis.commands.core import AsyncScript
 
 from service.store.keys import LADDERS, LADDERS_LAYOUT, RATINGS_LAYOUT
 from service.store.redis_client import clustered
@@ -58,23 +57,25 @@ redis.call('DEL', 'ratings:names', 'ratings:changes', 'ratings:applied', 'rating
 return 1
 """
 
-#: the names of the bots' old rating keys, as SCAN finds them (MOVE_BOT_RATINGS moves each)
-OLD_BOT_RATINGS = ("{b:*}:ratings", "{b:*}:history:*")
+#: the bots' old rating keys (``{b:<id>}:ratings``, ``{b:<id>}:history:<ruleset>``) as one SCAN
+#: pass finds them: a glob cannot say both alone, so it lets through any other bot key whose
+#: name goes on with r or h after the tag, which MOVE_BOT_RATINGS leaves where it is
+OLD_BOT_RATINGS = "{b:*}:[rh]*"
 
 # Bots' rating keys under their own tag moved to their rulesets' (one found gone: moved by
-# another process already). KEYS: the marker, then the keys found. Answer: 0 once the marker
-# is set (the move is over: nothing more to look for).
+# another process already; one of another name: left alone). KEYS: the marker, then the keys
+# found. Answer: 0 once the marker is set (the move is over: nothing more to look for).
 MOVE_BOT_RATINGS = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 for i = 2, #KEYS do
   local key = KEYS[i]
   local bot = string.match(key, '^{b:(.*)}:ratings$')
+  local owner, ruleset = string.match(key, '^{b:(.*)}:history:(.*)$')
   if bot then
     local fields = redis.call('HGETALL', key)
     for j = 1, #fields, 2 do redis.call('HSETNX', '{r:' .. fields[j] .. '}:elo', bot, fields[j + 1]) end
     redis.call('DEL', key)
-  elseif redis.call('EXISTS', key) == 1 then
-    local owner, ruleset = string.match(key, '^{b:(.*)}:history:(.*)$')
+  elseif owner and redis.call('EXISTS', key) == 1 then
     redis.call('RENAME', key, '{r:' .. ruleset .. '}:history:' .. owner)
   end
 end
@@ -108,8 +109,9 @@ redis.call('SET', KEYS[1], '1')
 return 1
 """
 
-#: keys SCAN looks at per call while the bots' old rating keys are looked for
-SCAN_COUNT = 1_000
+#: keys SCAN looks at per call while the bots' old rating keys are looked for (a millisecond or
+#: two of the server's time a call; fewer calls: a key space of 500,000 is walked in ~50)
+SCAN_COUNT = 10_000
 
 
 async def upgrade_layout(redis: Redis) -> None:
@@ -127,19 +129,11 @@ async def upgrade_layout(redis: Redis) -> None:
 async def _move_ratings(redis: Redis) -> None:
     await redis.register_script(MOVE_RULESET_RATINGS)(keys=[RATINGS_LAYOUT], args=[r.value for r in Ruleset])
     move_bot_ratings = redis.register_script(MOVE_BOT_RATINGS)
-    for pattern in OLD_BOT_RATINGS:
-        if not await _move_found(redis, pattern, move_bot_ratings):
-            return  # another process finished the move meanwhile
-    await redis.set(RATINGS_LAYOUT, "1")
-
-
-async def _move_found(redis: Redis, pattern: str, move: AsyncScript) -> bool:
-    """Every key matching ``pattern`` moved, a SCAN page at a time; False: the marker was set
-    meanwhile (the move is over)."""
     cursor = 0
     while True:
-        cursor, found = await redis.scan(cursor, match=pattern, count=SCAN_COUNT)
-        if found and not await move(keys=[RATINGS_LAYOUT, *found]):
-            return False
+        cursor, found = await redis.scan(cursor, match=OLD_BOT_RATINGS, count=SCAN_COUNT)
+        if found and not await move_bot_ratings(keys=[RATINGS_LAYOUT, *found]):
+            return  # another process finished the move meanwhile
         if cursor == 0:
-            return True
+            break
+    await redis.set(RATINGS_LAYOUT, "1")
