@@ -189,7 +189,7 @@ async def redis_memory(redis_url: str, database_url: str) -> dict[str, Any]:
     from service.domain.services import Services
 
     settings = Settings(REDIS_URL=redis_url, DATABASE_URL=database_url, archive_grace_seconds=0)  # type: ignore[call-arg]
-    services = Services.open(settings)
+    services = await Services.start(settings)
     try:
         store = services.matches.matches
         redis = services.redis
@@ -246,7 +246,7 @@ async def queue_finished(redis_url: str, count: int) -> list[str]:
     commit that ends a match leaves them (the same match under new ids, registered bots)."""
     from service.domain.services import Services
 
-    services = Services.open(Settings(REDIS_URL=redis_url))  # type: ignore[call-arg]
+    services = await Services.start(Settings(REDIS_URL=redis_url))  # type: ignore[call-arg]
     try:
         config = MatchConfig.create("WIZARD", 4, ())
         settings = MatchSettings(config, 60_000, True, False, "bench", now_ms())

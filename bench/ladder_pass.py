@@ -59,7 +59,7 @@ async def _bench(redis_url: str, bots: int, players: int, passes: int) -> dict[s
     settings = Settings(  # type: ignore[call-arg]
         REDIS_URL=redis_url, registrations_per_address_per_hour=10**6, ladder_max_matches=1,
     )
-    services = Services.open(settings, role="bench")
+    services = await Services.start(settings, role="bench")
     try:
         starting: list[tuple[float, int]] = []
         idle: list[tuple[float, int]] = []

@@ -146,6 +146,12 @@ def _bench_ladder_pass(args: argparse.Namespace) -> None:
     _print_nested(bench_ladder_pass(args.bots, args.players, args.passes), args.json)
 
 
+def _bench_layout_upgrade(args: argparse.Namespace) -> None:
+    from bench.layout_upgrade import bench_layout_upgrade
+
+    _print_nested(bench_layout_upgrade(args.bots, args.keys), args.json)
+
+
 def _configure_logging(level: str, settings: Settings | None = None) -> None:
     import logging
 
@@ -650,6 +656,15 @@ def build_parser() -> argparse.ArgumentParser:
     ladder_pass.add_argument("--passes", type=int, default=5, help="times each pass is timed")
     ladder_pass.add_argument("--json", action="store_true", help="print one JSON line")
     ladder_pass.set_defaults(run=_bench_ladder_pass)
+
+    layout_upgrade = benches.add_parser(
+        "layout-upgrade", help="the start-up step on one Redis server holding the old layout: its time, and how long it "
+        "held the server up"
+    )
+    layout_upgrade.add_argument("--bots", type=int, default=20_000, help="bots whose ratings are kept in the old layout")
+    layout_upgrade.add_argument("--keys", type=int, default=500_000, help="other keys on the server")
+    layout_upgrade.add_argument("--json", action="store_true", help="print one JSON line")
+    layout_upgrade.set_defaults(run=_bench_layout_upgrade)
 
     webhooks = benches.add_parser(
         "webhooks", help="one worker's webhook dispatcher driving bots served by serve-bot: moves/s, due-to-sent delay"

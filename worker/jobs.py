@@ -25,7 +25,7 @@ log = logging.getLogger("wizard_arena.jobs")
 
 def _run(work: Callable[[Services], Awaitable[Any]]) -> Any:
     async def main() -> Any:
-        services = Services.open(Settings(), role="job")
+        services = await Services.start(Settings(), role="job")
         try:
             result = await work(services)
             await services.matches.drain()

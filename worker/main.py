@@ -50,7 +50,7 @@ class ClockThread(threading.Thread):
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stop_event = asyncio.Event()
-        services = Services.open(self.settings, role="worker")
+        services = await Services.start(self.settings, role="worker")
         queue = JobQueue(jobs_url(self.settings))
         dispatcher = asyncio.create_task(Dispatcher(services).run(self._stop_event))
         self.ready.set()

@@ -573,7 +573,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        services = Services.open(settings, metrics)
+        services = await Services.start(settings, metrics)
         app.state.services = services
         app.state.queue = job_queue_client(settings)
         # Everything imported so far lives as long as the process: keep it out of the

@@ -1,6 +1,6 @@
 """The service's parts wired together for one process: a bounded Redis pool, the stores on
-it, and the domain services on them. Made by the app's lifespan and by the worker, never at
-import time.
+it, and the domain services on them. Made as a process starts (``Services.start``: the app's
+lifespan, the worker's clock, each job), never at import time.
 
 Neither the API nor the domain queues background jobs: what must happen later is written
 into Redis with the change that calls for it (an ended match into the settlement queue, a
@@ -9,7 +9,9 @@ it into work (``worker.clock``)."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import logging
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -27,8 +29,9 @@ from service.domain.ratings import RatingService
 from service.domain.settlement import Settlement
 from service.domain.tournaments import TournamentService
 from service.domain.webhooks import WebhookService
+from service.errors import REDIS_AWAY
 from service.metrics import Metrics
-from service.outage import Outages
+from service.outage import Outage, Outages
 from service.settings import Settings
 from service.store.archive import Archive
 from service.store.bots import BotStore
@@ -41,7 +44,10 @@ from service.store.ratings import RatingStore
 from service.store.redis_client import open_async, serving
 from service.store.script_line import ScriptLine
 from service.store.tournaments import TournamentStore
+from service.store.upgrade import upgrade_layout
 from service.store.webhooks import WebhookStore
+
+log = logging.getLogger("wizard_arena.services")
 
 #: the processes that hand the house-only matches they start to any worker (the workers' clocks
 #: and jobs, which start tournaments' tables); the API plays those it starts itself
@@ -70,9 +76,30 @@ class Services:
     outages: Outages | None = None
 
     @classmethod
+    async def start(cls, settings: Settings, metrics: Metrics | None = None, role: str = "api") -> Services:
+        """The services of a process starting (:meth:`open`), once Redis holds the key layout
+        they read: the start-up step (``service.store.upgrade``) has run before anything else
+        touches Redis. Redis away: waited for (said once in the log), tried with back-off."""
+        services = cls.open(settings, metrics, role)
+        outage = Outage("Redis", log)
+        try:
+            while True:
+                try:
+                    await upgrade_layout(services.redis)
+                    break
+                except REDIS_AWAY as error:
+                    await asyncio.sleep(outage.failed(error))
+        except BaseException:
+            await services.close()
+            raise
+        outage.recovered()
+        return services
+
+    @classmethod
     def open(cls, settings: Settings, metrics: Metrics | None = None, role: str = "api") -> Services:
-        """The services of one process; its Redis connections are named after ``role`` and its
-        pid (``wizard-arena-api-1234``), as CLIENT LIST shows them."""
+        """The services of one process, made without I/O (a process starts with :meth:`start`);
+        its Redis connections are named after ``role`` and its pid (``wizard-arena-api-1234``),
+        as CLIENT LIST shows them."""
         if not settings.redis_url:
             raise RuntimeError("REDIS_URL is not set (wizard-arena up starts an embedded Redis and sets it)")
         # A bounded pool: requests beyond it wait their turn for a connection (up to

@@ -65,9 +65,9 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
 - ``{fits}:requests`` set: rulesets to refit, until a refit of each starts; ``{fits}:queued``
   hash: ruleset -> until when (ms) a refit queued holds it (one slot: one script claims requests)
 - ``ratings:layout`` on one server, once the ratings kept before this layout (``{b:<id>}:ratings``,
-  ``{b:<id>}:history:<ruleset>``, ``leaderboard:*``, ``ratings:*``) are moved into it: the first
-  use of the ratings in every process migrates them once (``RatingStore``), in one script, so
-  nothing reads the old names; a cluster never held them
+  ``{b:<id>}:history:<ruleset>``, ``leaderboard:*``, ``ratings:*``) are moved into it: every
+  process's start-up step moves them (``service.store.upgrade``) before it reads any; a cluster
+  never held them
 - ``{tn:<id>}:tournament`` hash: spec, status, entrants (JSON), started, finished;
   ``{tn:<id>}:slots`` hash: table id -> table (JSON); ``{tn:<id>}:results`` hash: match id ->
   result (JSON); ``{tn:<id>}:invitations`` hash: bot id -> its invitation (JSON);
@@ -115,7 +115,7 @@ Keys (hash tags keep each match's keys, and each bot's, in one Cluster slot):
   in ``playing`` until the table ends), ``timeouts`` (its ladder tables in a row in which it
   let a move time out), ``paused`` (ms) and ``reason`` while it is paused
 - ``ladders:layout`` on one server, once the ladders kept before this layout
-  (``ladder:<ladder>:*``) are moved into it (``LadderStore``, as ``ratings:layout``)
+  (``ladder:<ladder>:*``) are moved into it (``service.store.upgrade``, as ``ratings:layout``)
 
 Homes: on a Redis Cluster every script and transaction must touch one slot, so what the
 service keeps beside a match in one script (its deadline, its place in the settlement queue,

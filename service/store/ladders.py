@@ -37,7 +37,6 @@ from redis.crc import key_slot
 from service.store.clock import now_ms
 from service.store.keys import (
     LADDERS,
-    LADDERS_LAYOUT,
     bot_key,
     bot_ladder_state_key,
     bot_ladders_key,
@@ -133,35 +132,6 @@ end
 return out
 """
 
-# On one server only (it finds keys and names them itself, which a cluster forbids; a cluster
-# never held the old names): the ladders kept before each one's keys shared a hash tag moved
-# there once, in one script, and each registered bot at a table in play given its place
-# there (what the old table script counted in its ``playing`` without a field).
-# KEYS: the layout's marker, the ladders. ARGV: none.
-MIGRATE_UNSHARDED = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-for _, ladder in ipairs(redis.call('SMEMBERS', KEYS[2])) do
-  local old, new = 'ladder:' .. ladder .. ':', '{l:' .. ladder .. '}:'
-  for _, name in ipairs({'members', 'tables', 'meetings', 'tables-made', 'unstarted'}) do
-    if redis.call('EXISTS', old .. name) == 1 then redis.call('RENAME', old .. name, new .. name) end
-  end
-  redis.call('DEL', old .. 'lock')
-  local tables = redis.call('HGETALL', new .. 'tables')
-  for i = 1, #tables, 2 do
-    local t = cjson.decode(tables[i + 1])
-    local matches = 1
-    if t['duplicate'] then matches = #t['seats'] end
-    for _, seat in ipairs(t['seats']) do
-      if seat['house'] == cjson.null or seat['house'] == nil then
-        redis.call('HSETNX', '{b:' .. seat['id'] .. '}:ladder-state', 'table:' .. ladder .. ':' .. tables[i], matches)
-      end
-    end
-  end
-end
-redis.call('SET', KEYS[1], '1')
-return 1
-"""
-
 #: meetings read with one command at most (a long HMGET holds Redis up)
 MEETINGS_SLICE = 5_000
 
@@ -213,23 +183,12 @@ class LadderStore:
         self._release_place = redis.register_script(RELEASE_PLACE)
         self._unlock = redis.register_script(UNLOCK)
         self._read_facts = redis.register_script(READ_FACTS)
-        self._migrate = redis.register_script(MIGRATE_UNSHARDED)
-        #: whether this process has seen the ladders in their layout (on a cluster: always)
-        self._laid_out = clustered(redis)
-
-    async def _layout(self) -> None:
-        """On one server, before this process first touches a ladder: the ladders kept under
-        the old names moved (once for the server; a marker makes it one GET after)."""
-        if not self._laid_out:
-            await self._migrate(keys=[LADDERS_LAYOUT, LADDERS])
-            self._laid_out = True
 
     # ------------------------------------------------------------------ memberships
     async def join(self, ladder: str, bot_id: str) -> None:
         """Make the bot a member (again: nothing changes) and lift its pause. The ladder's
         list first, then the bot's own membership, which is what makes it one (a join that
         died between leaves a name on the list that the readers pass over)."""
-        await self._layout()
         at = now_ms()
         await self.redis.sadd(LADDERS, ladder)
         await self.redis.zadd(ladder_members_key(ladder), {bot_id: at}, nx=True)
@@ -240,14 +199,12 @@ class LadderStore:
 
     async def leave(self, ladder: str, bot_id: str) -> None:
         """The bot's own membership first (it is no member from then on), then the ladder's list."""
-        await self._layout()
         await self.redis.hdel(bot_ladders_key(bot_id), ladder)
         await self.redis.zrem(ladder_members_key(ladder), bot_id)
 
     async def memberships(self, bot_id: str) -> tuple[dict[str, int], Pause | None, dict[str, int]]:
         """The bot's ladders (ladder -> when it joined, ms), its pause, and the matches it
         plays now per ladder (ladder -> matches: those with none left out)."""
-        await self._layout()
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hgetall(bot_ladders_key(bot_id))
             pipe.hgetall(bot_ladder_state_key(bot_id))
@@ -270,19 +227,16 @@ class LadderStore:
 
     async def ladders(self) -> list[str]:
         """Every ladder any bot ever joined."""
-        await self._layout()
         return sorted(name.decode() for name in await self.redis.smembers(LADDERS))
 
     async def members(self, ladder: str, first: int) -> list[tuple[str, int]]:
         """The ladder's list's first ``first`` bots by when they joined: (bot id, joined ms)
         (the list: ``facts`` says which are members)."""
-        await self._layout()
         rows = await self.redis.zrange(ladder_members_key(ladder), 0, first - 1, withscores=True)
         return [(bot.decode(), int(at)) for bot, at in rows]
 
     # ------------------------------------------------------------------ pairing
     async def lock(self, ladder: str, seconds: float) -> str | None:
-        await self._layout()
         token = secrets.token_hex(8)
         return token if await self.redis.set(ladder_lock_key(ladder), token, nx=True, px=int(seconds * 1000)) else None
 
@@ -327,11 +281,9 @@ class LadderStore:
 
     async def tables(self, ladder: str) -> dict[str, dict[str, Any]]:
         """The ladder's tables in play, by id."""
-        await self._layout()
         return {k.decode(): json.loads(v) for k, v in (await self.redis.hgetall(ladder_tables_key(ladder))).items()}
 
     async def table(self, ladder: str, table_id: str) -> dict[str, Any] | None:
-        await self._layout()
         found = await self.redis.hget(ladder_tables_key(ladder), table_id)
         return None if found is None else dict(json.loads(found))
 

@@ -19,7 +19,6 @@ from service.store.clock import now_ms
 from service.store.keys import (
     FIT_CLAIMS,
     FIT_REQUESTS,
-    RATINGS_LAYOUT,
     elo_ratings_key,
     fitted_ratings_key,
     history_key,
@@ -29,7 +28,6 @@ from service.store.keys import (
     rating_results_key,
     ratings_applied_key,
 )
-from service.store.redis_client import clustered
 from wizard import Ruleset
 
 # Apply one match's rating changes exactly once: skipped when the match is marked applied;
@@ -65,48 +63,6 @@ redis.call('RPUSH', KEYS[3], ARGV[2])
 redis.call('HSET', KEYS[5], ARGV[1], ARGV[#ARGV])
 return 1
 """
-
-# On one server only (it finds keys and names them itself, which a cluster forbids; a cluster
-# never held the old names): the ratings kept before each ruleset's were under one hash tag,
-# moved there once, in one script, so no reader ever meets half of them. The global applied
-# marks, names and changes go to every ruleset (a match id is one ruleset's; the others'
-# copies are never asked for). KEYS: the layout's marker. ARGV: every ruleset.
-MIGRATE_UNSHARDED = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-local function move(old, new)
-  if redis.call('EXISTS', old) == 1 then redis.call('RENAME', old, new) end
-end
-local names = redis.call('HGETALL', 'ratings:names')
-local changes = redis.call('HGETALL', 'ratings:changes')
-local applied = redis.call('EXISTS', 'ratings:applied') == 1
-for _, ruleset in ipairs(ARGV) do
-  local tag = '{r:' .. ruleset .. '}:'
-  move('leaderboard:' .. ruleset .. ':ELO', tag .. 'leaderboard:ELO')
-  move('leaderboard:' .. ruleset .. ':FITTED', tag .. 'leaderboard:FITTED')
-  move('ratings:results:' .. ruleset, tag .. 'results')
-  move('ratings:fitted:' .. ruleset, tag .. 'fitted')
-  if applied then redis.call('SUNIONSTORE', tag .. 'applied', tag .. 'applied', 'ratings:applied') end
-  for i = 1, #names, 2 do redis.call('HSETNX', tag .. 'names', names[i], names[i + 1]) end
-  for i = 1, #changes, 2 do redis.call('HSETNX', tag .. 'changes', changes[i], changes[i + 1]) end
-end
-for _, key in ipairs(redis.call('KEYS', '{b:*}:ratings')) do
-  local bot = string.match(key, '^{b:(.*)}:ratings$')
-  local fields = redis.call('HGETALL', key)
-  for i = 1, #fields, 2 do redis.call('HSETNX', '{r:' .. fields[i] .. '}:elo', bot, fields[i + 1]) end
-  redis.call('DEL', key)
-end
-for _, key in ipairs(redis.call('KEYS', '{b:*}:history:*')) do
-  local bot, ruleset = string.match(key, '^{b:(.*)}:history:(.*)$')
-  redis.call('RENAME', key, '{r:' .. ruleset .. '}:history:' .. bot)
-end
-if redis.call('EXISTS', 'ratings:fit-requests') == 1 then
-  redis.call('SUNIONSTORE', '{fits}:requests', '{fits}:requests', 'ratings:fit-requests')
-end
-redis.call('DEL', 'ratings:names', 'ratings:changes', 'ratings:applied', 'ratings:fit-requests')
-redis.call('SET', KEYS[1], '1')
-return 1
-"""
-
 
 # The refits asked for: each ruleset asked for is answered unless a refit of it waits in the
 # queue already (claimed until a time in KEYS[2]; it will read the history as it is when it
@@ -213,26 +169,14 @@ class RatingStore:
         self._apply = redis.register_script(APPLY_RATINGS)
         self._claim_fit_requests = redis.register_script(CLAIM_FIT_REQUESTS)
         self._start_fit = redis.register_script(START_FIT)
-        self._migrate = redis.register_script(MIGRATE_UNSHARDED)
         self._publish_fit = redis.register_script(PUBLISH_FIT)
-        #: whether this process has seen the ratings in their layout (on a cluster: always)
-        self._laid_out = clustered(redis)
-
-    async def _layout(self) -> None:
-        """On one server, before this process first touches a rating: the ratings kept under
-        the old names moved (once for the server; a marker makes it one GET after)."""
-        if not self._laid_out:
-            await self._migrate(keys=[RATINGS_LAYOUT], args=[r.value for r in Ruleset])
-            self._laid_out = True
 
     async def request_fit(self, ruleset: str) -> None:
         """Ask for a refit of the ruleset's FITTED ratings (the workers' clock queues it)."""
-        await self._layout()
         await self.redis.sadd(FIT_REQUESTS, ruleset)
 
     async def claim_fit_requests(self) -> list[str]:
         """The rulesets whose refit is to be queued now (see CLAIM_FIT_REQUESTS)."""
-        await self._layout()
         claimed = await self._claim_fit_requests(keys=[FIT_REQUESTS, FIT_CLAIMS], args=[now_ms(), FIT_CLAIM_MS])
         return [r.decode() for r in claimed]
 
@@ -242,7 +186,6 @@ class RatingStore:
 
     async def elo(self, bot_ids: Sequence[str], ruleset: str) -> list[StoredRating | None]:
         """Each bot's Elo rating under ``ruleset``, None for a bot without one."""
-        await self._layout()
         rows = await self.redis.hmget(elo_ratings_key(ruleset), list(bot_ids)) if bot_ids else []
         return [StoredRating.of_elo(row) if row else None for row in rows]
 
@@ -251,7 +194,6 @@ class RatingStore:
         to the ruleset's slot (what a ladder's pairing pass reads)."""
         if not bot_ids:
             return []
-        await self._layout()
         ids = list(bot_ids)
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.zmscore(leaderboard_key(ruleset, "FITTED"), ids)
@@ -264,14 +206,12 @@ class RatingStore:
         ]
 
     async def is_applied(self, match_id: str, ruleset: str) -> bool:
-        await self._layout()
         return bool(await self.redis.sismember(ratings_applied_key(ruleset), match_id))
 
     async def apply(
         self, match_id: str, ruleset: str, changes: Sequence[RatingChange], result: dict[str, Any]
     ) -> int:
         """Each bot's change, with ``games`` as read. 1 applied, 0 already applied, -1 stale."""
-        await self._layout()
         keys = [ratings_applied_key(ruleset), leaderboard_key(ruleset, "ELO"), rating_results_key(ruleset),
                 rating_names_key(ruleset), rating_changes_key(ruleset), elo_ratings_key(ruleset)]
         args: list[Any] = [match_id, json.dumps(result, separators=(",", ":")), now_ms()]
@@ -284,7 +224,6 @@ class RatingStore:
     async def changes(self, matches: Sequence[tuple[str, str]]) -> list[list[dict[str, Any]] | None]:
         """The rating changes applied for each (match, ruleset): (bot, name, before, after)
         each; None where none were."""
-        await self._layout()
         async with self.redis.pipeline(transaction=False) as pipe:
             for match_id, ruleset in matches:
                 pipe.hget(rating_changes_key(ruleset), match_id)
@@ -292,7 +231,6 @@ class RatingStore:
         return [None if changes is None else json.loads(changes) for changes in found]
 
     async def results(self, ruleset: str) -> list[dict[str, Any]]:
-        await self._layout()
         return [json.loads(r) for r in await self.redis.lrange(rating_results_key(ruleset), 0, -1)]
 
     async def store_fit(
@@ -304,7 +242,6 @@ class RatingStore:
         deviation (JSON)."""
         if not ratings:
             return
-        await self._layout()
         board, fitted = leaderboard_key(ruleset, "FITTED"), fitted_ratings_key(ruleset)
         staged = [f"{board}:staging", f"{fitted}:staging"]
         async with self.redis.pipeline(transaction=True) as pipe:
@@ -318,7 +255,6 @@ class RatingStore:
         """``first`` bots by rating from ``offset``, among those with ``min_games`` games or more
         (ranks counted among them: read a slice at a time from the top until enough are found,
         or ``MAX_ESTABLISHED_SCAN`` places are read)."""
-        await self._layout()
         board = leaderboard_key(ruleset, method)
         if min_games <= 0:
             rows = await self.redis.zrevrange(board, offset, offset + first - 1, withscores=True)
@@ -357,7 +293,6 @@ class RatingStore:
         of each ruleset's ratings)."""
         if not bot_ids:
             return []
-        await self._layout()
         rulesets = [r.value for r in Ruleset]
         async with self.redis.pipeline(transaction=False) as pipe:
             for ruleset in rulesets:
@@ -380,7 +315,6 @@ class RatingStore:
         holds it (one round trip for all of them)."""
         if not bot_ids:
             return []
-        await self._layout()
         async with self.redis.pipeline(transaction=False) as pipe:
             for ruleset in rulesets:
                 pipe.zmscore(leaderboard_key(ruleset, "FITTED"), list(bot_ids))
@@ -402,7 +336,6 @@ class RatingStore:
     async def histories(self, wanted: Sequence[tuple[str, str, int]]) -> list[list[dict[str, Any]]]:
         """For each (bot, ruleset, last): the latest ``last`` points of the bot's rating
         history under the ruleset, oldest first (one round trip for all of them)."""
-        await self._layout()
         async with self.redis.pipeline(transaction=False) as pipe:
             for bot_id, ruleset, last in wanted:
                 pipe.lrange(history_key(bot_id, ruleset), -last, -1)

@@ -12,7 +12,6 @@ other module's worker pairs its ladders with other settings."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import time
@@ -32,7 +31,6 @@ from service.store.embedded_redis import EmbeddedRedis
 from service.store.keys import (
     bot_key,
     bot_ladder_state_key,
-    bot_ladders_key,
     ladder_members_key,
     ladder_seat_field,
 )
@@ -672,41 +670,3 @@ def test_a_ladder_table_stored_before_matches_had_homes_keeps_its_matches_ids() 
     assert [ladder_match_id("WIZARD:3", "7ab", table, turn) for turn in (0, 1)] == [
         "ladder-wizard-3-7ab-0", "ladder-wizard-3-7ab-1"]
     assert ladder_match_id("WIZARD:3", "7ab", {**table, "homed": True}, 1) == homed_match_id("ladder-wizard-3-7ab-1")
-
-
-@pytest.mark.skipif(ON_CLUSTER, reason="a cluster never held ladders under the old names")
-def test_ladders_kept_under_the_old_names_are_moved_once_with_their_places(tmp_path: Path) -> None:
-    """On one server, the ladders kept before each ladder's keys shared a hash tag are moved at
-    the first use of the ladders, and the registered bots at a table in play hold their place
-    there: its end frees what the old table script counted."""
-    ladder, old = "WIZARD:3", "ladder:WIZARD:3:"
-    table = {"seats": [{"id": "old-a", "name": "a", "house": None}, {"id": "old-b", "name": "b", "house": None},
-                       {"id": "house-random", "name": "House Random", "house": "RANDOM"}],
-             "seed": "old", "duplicate": False, "created": 0}
-
-    async def run(url: str) -> None:
-        redis = open_async(url, max_connections=4, timeout=5, client_name="test")
-        try:
-            await redis.sadd("ladders", ladder)
-            await redis.zadd(old + "members", {"old-a": 5, "old-b": 6})
-            await redis.hset(old + "tables", "7ab", json.dumps(table))
-            await redis.hset(old + "meetings", "old-a|old-b", 3)
-            await redis.set(old + "tables-made", 7)
-            for bot in ("old-a", "old-b"):
-                await redis.hset(bot_ladders_key(bot), ladder, 5)
-                await redis.hset(bot_ladder_state_key(bot), mapping={"playing": 1, f"playing:{ladder}": 1})
-            store = LadderStore(redis)
-            assert [b for b, _ in await store.members(ladder, 10)] == ["old-a", "old-b"]
-            assert list(await store.tables(ladder)) == ["7ab"]
-            assert await store.meetings_among(ladder, ["old-a", "old-b"]) == {frozenset(("old-a", "old-b")): 3}
-            assert await store.next_table_id(ladder) > "8"
-            assert await held(store, ladder, ["old-a", "old-b"]) == [(1, ("7ab",))] * 2
-            assert not await redis.exists(old + "members", old + "tables", old + "meetings", old + "tables-made")
-            assert await store.end_table(ladder, "7ab", {"old-a": False, "old-b": False}, 1, "")
-            assert [f.playing for f in await store.facts(ladder, ["old-a", "old-b"])] == [0, 0]
-            assert await LadderStore(redis).tables(ladder) == {}  # (a second process: moved once)
-        finally:
-            await redis.aclose()
-
-    with EmbeddedRedis(tmp_path, appendonly=False) as server:
-        asyncio.run(run(server.url))

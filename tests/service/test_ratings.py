@@ -18,7 +18,6 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,7 +28,6 @@ from ranking.ratings import INITIAL_DEVIATION, INITIAL_RATING, elo_deviation_aft
 from service.domain.ratings import RatingMethod
 from service.model.live_match import LiveMatch, SeatHolder
 from service.store.clock import now_ms
-from service.store.embedded_redis import EmbeddedRedis
 from service.store.keys import (
     FIT_CLAIMS,
     elo_ratings_key,
@@ -41,10 +39,9 @@ from service.store.keys import (
     rating_results_key,
     ratings_applied_key,
 )
-from service.store.ratings import RatingStore, StoredRating
-from service.store.redis_client import open_async, queue_url
+from service.store.redis_client import queue_url
 from tests.service.arena_client import REPO
-from tests.service.conftest import ON_CLUSTER, first_action, live_match
+from tests.service.conftest import first_action, live_match
 from tests.service.test_tournaments import Player, check_standings, consenting, create, get, wait_status, wait_until
 from worker import jobs
 
@@ -477,50 +474,6 @@ def test_provisional_false_leaves_provisional_bots_out_and_ranks_the_rest(api, w
     hidden = api.http.get(f"/leaderboard/{RULESET}", params={"provisional": "false"}).text
     assert f'href="/bots/{a_id}"' not in hidden and f'href="/bots/{settled[0]}"' in hidden
     assert f"/leaderboard/{RULESET}?method=ELO&amp;provisional=false" in html  # the toggle
-
-
-@pytest.mark.skipif(ON_CLUSTER, reason="a cluster never held ratings under the old names")
-def test_ratings_kept_under_the_old_names_are_moved_once_and_read_as_before(tmp_path: Path) -> None:
-    """On one server, the ratings kept before each ruleset's keys shared a hash tag (a bot's
-    ratings and histories under its own tag, the boards, names, applied marks, changes and
-    results under global names) are moved at the first use of the ratings, once: nothing
-    applied is applied again, and every read answers as before."""
-    old = {"rating": 1600.0, "games": 3, "deviation": 200.0}
-
-    async def run(url: str) -> None:
-        redis = open_async(url, max_connections=4, timeout=5, client_name="test")
-        try:
-            await redis.hset("{b:old}:ratings", mapping={"WIZARD": json.dumps(old), "WIZARD_JUNIOR": json.dumps(old)})
-            await redis.rpush("{b:old}:history:WIZARD", json.dumps({"rating": 1600.0, "matchId": "m1", "at": 1}))
-            await redis.zadd("leaderboard:WIZARD:ELO", {"old": 1600.0})
-            await redis.zadd("leaderboard:WIZARD:FITTED", {"old": 1550.0})
-            await redis.hset("ratings:fitted:WIZARD", "old", json.dumps({"games": 3, "deviation": 90.0}))
-            await redis.hset("ratings:names", "old", "old timer")
-            await redis.sadd("ratings:applied", "m1")
-            await redis.hset("ratings:changes", "m1", json.dumps([{"bot": "old", "name": "old timer", "before": 1500,
-                                                                     "after": 1600}]))
-            await redis.rpush("ratings:results:WIZARD", json.dumps({"matchId": "m1", "bots": ["old"], "scores": [1]}))
-            await redis.sadd("ratings:fit-requests", "WIZARD")
-            store = RatingStore(redis)
-            assert await store.elo(["old", "new"], "WIZARD") == [StoredRating(1600.0, 3, 200.0), None]
-            assert await store.is_applied("m1", "WIZARD")
-            assert await store.apply("m1", "WIZARD", [], {}) == 0  # (applied once: not again)
-            assert [r.name for r in await store.leaderboard("WIZARD", "ELO", 10, 0, 0)] == ["old timer"]
-            assert [(r.rating, r.deviation) for r in await store.leaderboard("WIZARD", "FITTED", 10, 0, 0)] == [(1550.0, 90.0)]
-            assert await store.histories([("old", "WIZARD", 10)]) == [[{"rating": 1600.0, "matchId": "m1", "at": 1}]]
-            assert [r["ruleset"] for r in (await store.current(["old"]))[0]] == ["WIZARD", "WIZARD_JUNIOR"]
-            assert (await store.changes([("m1", "WIZARD")]))[0][0]["after"] == 1600  # type: ignore[index]
-            assert [r["matchId"] for r in await store.results("WIZARD")] == ["m1"]
-            assert await store.claim_fit_requests() == ["WIZARD"]
-            left = [k async for k in redis.scan_iter(match="*") if not k.startswith((b"{r:", b"{fits}", b"ratings:layout"))]
-            assert left == []  # nothing kept under an old name
-            await redis.hset("{b:late}:ratings", "WIZARD", json.dumps(old))  # (written by no process now)
-            assert await RatingStore(redis).elo(["late"], "WIZARD") == [None]  # moved once, not again
-        finally:
-            await redis.aclose()
-
-    with EmbeddedRedis(tmp_path, appendonly=False) as server:
-        asyncio.run(run(server.url))
 
 
 def played_in_memory(bots: list[str]) -> LiveMatch:
