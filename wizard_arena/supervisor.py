@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from service.store.embedded_redis import AofDamaged, EmbeddedRedis, die_with_parent
+from service.store.embedded_redis import AofDamaged, EmbeddedRedis, die_with_parent, stop_processes
 
 
 class GiveUp(RuntimeError):
@@ -92,19 +92,7 @@ class Child:
 
     def stop(self) -> None:
         process, self.process = self.process, None
-        if process is None:
-            return
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(self.stop_seconds)
-            except subprocess.TimeoutExpired:
-                pass
-        try:  # whatever it forked and left (an RQ work horse, a scheduler)
-            os.killpg(process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        process.wait()
+        stop_processes([process], self.stop_seconds, group=True)  # with what it forked (an RQ work horse)
 
 
 class Supervisor:

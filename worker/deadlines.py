@@ -42,6 +42,8 @@ class Sweeper:
 
     def __init__(self, services: Services) -> None:
         self.services = services
+        #: where the deadline index is read and put right: a store's work, no rule of a match in it
+        self.store = services.matches.matches
         trust_ms = min(TRUST_SECONDS * 1000, services.settings.min_move_timeout_ms / 2)
         self._trust_ms = max(1, int(trust_ms))
         #: when each home must be read again (ms)
@@ -54,7 +56,7 @@ class Sweeper:
         homes = [home for home, at in self._read_at.items() if at <= now]
         due: list[tuple[int, str, int | None]] = []
         if homes:
-            for home, rows in zip(homes, await self.services.matches.earliest_deadlines(homes, PER_HOME), strict=True):
+            for home, rows in zip(homes, await self.store.earliest_deadlines(homes, PER_HOME), strict=True):
                 later = [due_ms for _, due_ms in rows if due_ms > now]
                 due += [(due_ms, match_id, home) for match_id, due_ms in rows if due_ms <= now]
                 if later:
@@ -74,4 +76,4 @@ class Sweeper:
             if isinstance(result, BaseException):
                 log.error("deadline of match %s", match_id, exc_info=result)
             elif result == 0:
-                await matches.resync_deadline(match_id)
+                await self.store.resync_due(match_id)

@@ -15,7 +15,7 @@ import os
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -603,15 +603,6 @@ class MatchService:
         fallback move (house seats their own policy). Returns the moves made."""
         logs.match_id.set(match_id)  # the sweeper runs each match as a task of its own
         return await self._act_for_seats(match_id, overdue_only=True)
-
-    async def earliest_deadlines(self, homes: Sequence[int | None], count: int) -> list[list[tuple[str, int]]]:
-        """Each home's ``count`` earliest matches in the sweeper's index, with when each falls
-        due (its deadline, or its time to be filled), earliest first."""
-        return await self.matches.earliest_deadlines(homes, count)
-
-    async def resync_deadline(self, match_id: str) -> None:
-        """Put the deadline index right for one match (after a sweep found nothing due)."""
-        await self.matches.resync_due(match_id)
 
     async def _act_for_seats(self, match_id: str, overdue_only: bool) -> int:
         """Make the house bots' moves (and, with ``overdue_only``, the fallback moves of seats

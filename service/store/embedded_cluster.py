@@ -19,7 +19,7 @@ from pathlib import Path
 
 import redis
 
-from service.store.embedded_redis import die_with_parent
+from service.store.embedded_redis import die_with_parent, stop_processes
 
 SLOTS = 16384
 #: the cluster bus of a node listens on its port + this (Redis's rule)
@@ -207,17 +207,9 @@ class EmbeddedCluster:
         return winner
 
     def stop(self) -> None:
+        stop_processes([node.process for node in self.nodes], 10)
         for node in self.nodes:
-            if node.process is not None and node.process.poll() is None:
-                node.process.terminate()
-        for node in self.nodes:
-            if node.process is not None:
-                try:
-                    node.process.wait(10)
-                except subprocess.TimeoutExpired:
-                    node.process.kill()
-                    node.process.wait()
-                node.process = None
+            node.process = None
 
     def remove(self) -> None:
         self.stop()

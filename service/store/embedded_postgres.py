@@ -23,7 +23,7 @@ import time
 import warnings
 from pathlib import Path
 
-from service.store.embedded_redis import die_with_parent
+from service.store.embedded_redis import die_with_parent, stop_processes
 
 #: the system user the server runs as when started by root
 SYSTEM_USER = "pgserver"
@@ -162,13 +162,7 @@ class EmbeddedPostgres:
         return answer.returncode == 0
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_processes([self.process], 30, signal.SIGINT)  # "fast" shutdown: sessions ended, a checkpoint
         self.process = None
         if self._socket_dir is not None and self._socket_dir != self._fixed_socket_dir:
             shutil.rmtree(self._socket_dir, ignore_errors=True)

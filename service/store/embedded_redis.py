@@ -32,7 +32,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -64,6 +64,33 @@ def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
             os._exit(1)
 
     return in_child
+
+
+def stop_processes(
+    processes: Iterable[subprocess.Popen[bytes] | None], timeout: float, sig: int = signal.SIGTERM,
+    group: bool = False,
+) -> None:
+    """Stop child processes together: each one still running gets ``sig``, they share one
+    deadline ``timeout`` seconds away to exit, those still running then are killed, and all
+    are reaped (Nones are passed over). With ``group`` (for children that lead a process
+    group of their own) the kill, and a last one after each has exited, goes to the whole
+    group: whatever the child forked and left behind (an RQ work horse)."""
+    started = [process for process in processes if process is not None]
+    for process in started:
+        process.send_signal(sig)  # a no-op for one that has exited
+    end = time.monotonic() + timeout
+    for process in started:
+        try:
+            process.wait(max(0.0, end - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            if not group:
+                process.kill()
+        if group:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        process.wait()
 
 
 def _start_ticks(pid: int) -> int | None:
@@ -472,13 +499,7 @@ class EmbeddedRedis:
                 time.sleep(0.02)  # waiting for the child's socket: nothing to subscribe to yet
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_processes([self.process], 10)
         self.process = None
         if self._socket_dir is not None:
             shutil.rmtree(self._socket_dir, ignore_errors=True)

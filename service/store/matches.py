@@ -409,7 +409,8 @@ class MatchStore:
         """:meth:`create` once its creator's waiting place is reserved."""
         hooked = await self.note_open(match.id, bots)
         calls = _webhook_calls(match, None)
-        keys = [match_key(match.id), events_key(match.id), *self._home_keys(match.id, "deadlines", "live", "webhook-calls")]
+        keys = [match_key(match.id), events_key(match.id),
+                *(match_home_key(match.id, name) for name in ("deadlines", "live", "webhook-calls"))]
         all_events = [orjson.dumps({"t": "create"}), *(orjson.dumps(e) for e in events)]
         channels = [bot_channel(bot_id) for bot_id in bots]
         args = [
@@ -633,11 +634,6 @@ class MatchStore:
             event["v"] = version = int(fields[b"v"])
             out.append(MatchEvent(match_id, version, eid, event))
         return out
-
-    @staticmethod
-    def _home_keys(match_id: str, *names: str) -> list[str]:
-        home = home_of_match(match_id)
-        return [home_key(home, name) for name in names]
 
     @staticmethod
     def _by_home(match_ids: Iterable[str]) -> dict[int | None, list[str]]:

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import httpx
 
 from contract import MATCH
+from service.store.embedded_redis import stop_processes
 from service.store.redis_client import clustered
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,24 +46,10 @@ class Process:
     def stop(self, sig_kill: bool = False) -> None:
         """Terminate (or, with ``sig_kill``, SIGKILL at once, as a crash would) the process
         and whatever it started (a worker's RQ work horse)."""
-        if self.popen.poll() is None:
-            if sig_kill:
-                self._kill_group()
-            else:
-                self.popen.terminate()
-            try:
-                self.popen.wait(15)
-            except subprocess.TimeoutExpired:
-                self._kill_group()
-                self.popen.wait()
-        self._kill_group()  # any child left behind
-        self._log_file.close()
-
-    def _kill_group(self) -> None:
-        try:
+        if sig_kill and self.popen.poll() is None:
             os.killpg(self.popen.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        stop_processes([self.popen], 15, group=True)
+        self._log_file.close()
 
 
 class Api:

@@ -4,13 +4,13 @@ REDIS_URL, its output in a file; and what the tests read about processes from /p
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import httpx
 
+from service.store.embedded_redis import stop_processes
 from tests.service.arena_client import REPO, Api, free_port, wait_until
 
 
@@ -62,13 +62,7 @@ class Up:
 
     def stop(self) -> None:
         self.api.close()
-        if self.popen.poll() is None:
-            self.popen.send_signal(signal.SIGTERM)
-            try:
-                self.popen.wait(40)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait()
+        stop_processes([self.popen], 40)
 
 
 def run_up(data_dir: Path, *extra: str, port: int | None = None, timeout: float = 60, **env: str) -> subprocess.CompletedProcess[str]:
