@@ -43,7 +43,12 @@ import importlib
 import struct
 from collections.abc import Callable
 from types import FunctionType
-from typing import Final, TypeVar, cast
+from typing import TYPE_CHECKING, Final, TypeVar, cast
+
+if TYPE_CHECKING:
+    # mypyc's native 64-bit int, in the annotations of locals only (never evaluated): the
+    # engine needs no mypy_extensions at run time
+    from mypy_extensions import i64
 
 ALGORITHM_VERSION = 1
 _BLOCK_WORDS = struct.Struct(">8I")
@@ -80,9 +85,10 @@ _Item = TypeVar("_Item")
 def _probe() -> None: ...
 
 
-#: whether mypyc compiled this module (its functions are then not Python functions): the
-#: builds read a stream's words each its fastest way (:func:`fresh_shuffle`)
-_COMPILED: Final = not isinstance(_probe, FunctionType)
+#: whether mypyc compiled this module (its functions are then not Python functions), and so
+#: the playout's: where the fastest code for a build differs, each takes its own (the same
+#: results; tests/engine/test_compiled.py compares the builds)
+MYPYC_COMPILED: Final = not isinstance(_probe, FunctionType)
 
 
 def fresh_shuffle(prefix: bytes, items: list[_Item], stop: int) -> bytes | None:
@@ -100,14 +106,16 @@ def fresh_shuffle(prefix: bytes, items: list[_Item], stop: int) -> bytes | None:
     # (a quick test before the exact one).
     if _FFF in data and max(_WORDS[blocks].unpack(data)[:stop]) >= _MIN_LIMIT[len(items)]:
         return None
-    if _COMPILED:
+    if MYPYC_COMPILED:
         # The words read from the bytes as native ints: struct's tuple would box each
         # one, to be unboxed again (a third of a compiled deal's time).
-        bound = len(items)
-        k = 0
-        for i in range(stop):
+        bound: i64 = len(items)
+        k: i64 = 0
+        i: i64 = 0
+        while i < stop:
             j = i + (data[k] << 24 | data[k + 1] << 16 | data[k + 2] << 8 | data[k + 3]) % bound
             items[i], items[j] = items[j], items[i]
+            i += 1
             k += 4
             bound -= 1
     else:
