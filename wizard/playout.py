@@ -221,6 +221,10 @@ def _play_tricks(
     same_code = SAME_CODE_MASK
     follow_of = _NO_FOLLOW if single_suit else _FOLLOW_OF
     legal_of = _NO_FOLLOW if single_suit else _LEGAL_OF
+    # counting a follower's legal cards: natively where mypyc compiled this (int.bit_count
+    # would box the mask), else int's own (locals: the choice costs Python no global lookup)
+    native = MYPYC_COMPILED
+    bit_count = int.bit_count
     win = leader
     held = float(count)  # the cards each seat holds as the trick starts
     while True:
@@ -248,7 +252,7 @@ def _play_tricks(
             hand = hands[seat]
             if hand & follow:
                 mask = hand & legal
-                x = random() * (_bit_count(mask) if MYPYC_COMPILED else int(mask).bit_count())
+                x = random() * (_bit_count(mask) if native else bit_count(mask))
             else:
                 mask = hand
                 x = random() * held
