@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from math import floor
 from random import Random
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from wizard.cards import (
     BIT,
@@ -34,9 +34,13 @@ from wizard.cards import (
 )
 from wizard.moves import ACTION_BID, ACTION_TRUMP
 from wizard.rules import Phase, legal_bids, score_round
-from wizard.shuffle import SeedStream, fresh_shuffle, round_label
+from wizard.shuffle import MYPYC_COMPILED, SeedStream, fresh_shuffle, round_label
 from wizard.state import NO_SEAT, MatchState, Outcome
 from wizard.tricks import FOLLOW_MASK, LEAD_OPEN, playable, trick_table, trick_winner
+
+if TYPE_CHECKING:
+    # mypyc's native 64-bit int, in annotations only (see wizard.shuffle)
+    from mypy_extensions import i64
 
 #: ``_LOG_CODES[seat][card]``: the log entry of the seat playing that card (ints, typed
 #: ``Any`` so that mypyc appends the very objects to the log: an ``int`` it would unbox,
@@ -217,18 +221,22 @@ def _play_tricks(
     same_code = SAME_CODE_MASK
     follow_of = _NO_FOLLOW if single_suit else _FOLLOW_OF
     legal_of = _NO_FOLLOW if single_suit else _LEGAL_OF
+    # counting a follower's legal cards: natively where mypyc compiled this (int.bit_count
+    # would box the mask), else int's own (locals: the choice costs Python no global lookup)
+    native = MYPYC_COMPILED
+    bit_count = int.bit_count
     win = leader
     held = float(count)  # the cards each seat holds as the trick starts
     while True:
         # the lead: any card of the hand
         leader = win
-        hand = hands[leader]
-        mask = hand
+        hand: i64 = hands[leader]
+        mask: i64 = hand
         x = random() * held
         while x >= 1.0:
             mask &= mask - 1
             x -= 1.0
-        bit = mask & -mask
+        bit: int = mask & -mask
         card = bit.bit_length() - 1
         if card >= WIZARD_BASE:
             bit = hand & same_code[card]
@@ -237,14 +245,14 @@ def _play_tricks(
         log.append(log_codes[leader][card])
         hands[leader] = hand ^ bit
         row = beats[card]
-        follow = follow_of[card]
-        legal = legal_of[card]
+        follow: i64 = follow_of[card]
+        legal: i64 = legal_of[card]
         open_lead = card >= JESTER_BASE
         for seat, codes in followers[leader]:
             hand = hands[seat]
             if hand & follow:
                 mask = hand & legal
-                x = random() * mask.bit_count()
+                x = random() * (_bit_count(mask) if native else bit_count(mask))
             else:
                 mask = hand
                 x = random() * held
@@ -272,6 +280,27 @@ def _play_tricks(
             done.append((leader, tuple([e & 0xFF for e in log[len(log) - n :]]), win))
         if not held:
             return leader, win
+
+
+def _bit_count(mask: i64) -> int:
+    """``mask.bit_count()`` for a mask of cards (below ``2**60``) in native arithmetic, where
+    mypyc compiled the playout: ``int.bit_count`` is a method call for it, boxing the mask."""
+    mask -= (mask >> 1) & 0x5555555555555555
+    mask = (mask & 0x3333333333333333) + ((mask >> 2) & 0x3333333333333333)
+    mask = (mask + (mask >> 4)) & 0x0F0F0F0F0F0F0F0F
+    mask += mask >> 8
+    mask += mask >> 16
+    mask += mask >> 32
+    return mask & 0x7F
+
+
+def _dealt_hand(deck: list[int], first: int, dealt: int, n: int) -> int:
+    """The hand of the seat dealt ``deck[first:dealt:n]`` (cards' bits), in native arithmetic
+    where mypyc compiled the playout: ``sum`` of the slice would box every partial sum."""
+    hand: i64 = 0
+    for k in range(first, dealt, n):
+        hand |= deck[k]
+    return hand
 
 
 def _random_later_rounds(state: MatchState, random: Callable[[], float]) -> None:
@@ -320,8 +349,10 @@ def _random_later_rounds(state: MatchState, random: Callable[[], float]) -> None
         deck = list(deck_bits)
         if fresh_shuffle(prefix + _ROUND_TAIL[r], deck, needed if needed < deck_size else deck_size - 1) is None:
             SeedStream(seed, round_label(r)).shuffle(deck, needed)
-        dealt_bits = deck[:dealt]
-        hands = list(map(sum, map(dealt_bits.__getitem__, deal_slices[dealer])))
+        if MYPYC_COMPILED:
+            hands = [_dealt_hand(deck, part.start, dealt, n) for part in deal_slices[dealer]]
+        else:
+            hands = list(map(sum, map(deck[:dealt].__getitem__, deal_slices[dealer])))
         trump_card: int | None
         suit: int | None
         if dealt < deck_size:

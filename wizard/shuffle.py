@@ -39,8 +39,16 @@ salts existed, or by the engine without one) publishes the SHA-256 of the seed a
 from __future__ import annotations
 
 import hashlib
+import importlib
 import struct
-from typing import TypeVar
+from collections.abc import Callable
+from types import FunctionType
+from typing import TYPE_CHECKING, Final, TypeVar, cast
+
+if TYPE_CHECKING:
+    # mypyc's native 64-bit int, in the annotations of locals only (never evaluated): the
+    # engine needs no mypy_extensions at run time
+    from mypy_extensions import i64
 
 ALGORITHM_VERSION = 1
 _BLOCK_WORDS = struct.Struct(">8I")
@@ -52,35 +60,70 @@ _DECIMAL = [str(k).encode() for k in range(64)]
 _FFF = b"\xff\xff\xff"
 #: ``_COUNTERS[blocks]``: the block counters ``0 … blocks-1`` as the stream writes them
 _COUNTERS = [tuple(_DECIMAL[:blocks]) for blocks in range(33)]
-_sha256 = hashlib.sha256
-#: ``digest`` of the objects ``hashlib.sha256`` makes, called through ``map``
-_digest = type(_sha256()).digest
+
+
+def _fastest_sha256() -> Callable[[bytes], hashlib._Hash]:
+    """CPython's own SHA-256 where it has one (``_sha256``, ``_sha2`` from 3.12), else
+    OpenSSL's: the same digests, and for a stream's many short messages the faster, since
+    OpenSSL allocates and frees a context for every hash and every digest."""
+    for name in ("_sha256", "_sha2"):
+        try:
+            return cast("Callable[[bytes], hashlib._Hash]", importlib.import_module(name).sha256)
+        except (ImportError, AttributeError):
+            continue
+    return hashlib.sha256
+
+
+_sha256 = _fastest_sha256()
+#: ``digest`` of the objects ``_sha256`` makes, called through ``map``
+_digest = type(_sha256(b"")).digest
 #: what a shuffle moves: card ids, or (the playout) their bits; a type variable, not ``int``,
 #: so that mypyc moves the objects as they are (an ``int`` is unboxed, then boxed again)
 _Item = TypeVar("_Item")
 
 
-def fresh_shuffle(prefix: bytes, items: list[_Item], stop: int) -> tuple[int, ...] | None:
+def _probe() -> None: ...
+
+
+#: whether mypyc compiled this module (its functions are then not Python functions), and so
+#: the playout's: where the fastest code for a build differs, each takes its own (the same
+#: results; tests/engine/test_compiled.py compares the builds)
+MYPYC_COMPILED: Final = not isinstance(_probe, FunctionType)
+
+
+def fresh_shuffle(prefix: bytes, items: list[_Item], stop: int) -> bytes | None:
     """Positions ``0 … stop-1`` of a forward Fisher-Yates of ``items`` (in place), drawn
     from a fresh ``stream`` whose blocks are ``SHA-256(prefix + counter)``, when no word
-    the draws read is rejected: then every draw is ``word % bound``, and the words read
-    (whole blocks, ``stop`` of them used) are returned.  Otherwise it returns None and
+    the draws read is rejected: then every draw is ``word % bound``, and the blocks read
+    (whole ones, ``stop`` words used) are returned.  Otherwise it returns None and
     leaves ``items`` as they were, for the word-by-word shuffle.  ``1 <= stop <= 255``,
     ``stop < len(items)``."""
     blocks = (stop + 7) >> 3
     # the blocks, hashed and joined in C
     data = b"".join(map(_digest, map(_sha256, map(prefix.__add__, _COUNTERS[blocks]))))
-    words: tuple[int, ...] = _WORDS[blocks].unpack(data)  # (typed: mypyc's arithmetic on them is native)
     # Every rejection limit is above 0xFFFFFF00, so a word that could be rejected
     # starts with three 0xFF bytes: without them anywhere in the data, none is
     # (a quick test before the exact one).
-    if _FFF in data and max(words[:stop]) >= _MIN_LIMIT[len(items)]:
+    if _FFF in data and max(_WORDS[blocks].unpack(data)[:stop]) >= _MIN_LIMIT[len(items)]:
         return None
-    # (zip without strict=: the first ends it, and mypyc compiles only that zip to a loop)
-    for i, word, bound in zip(range(stop), words, range(len(items), 0, -1)):  # noqa: B905
-        j = i + word % bound
-        items[i], items[j] = items[j], items[i]
-    return words
+    if MYPYC_COMPILED:
+        # The words read from the bytes as native ints: struct's tuple would box each
+        # one, to be unboxed again (a third of a compiled deal's time).
+        bound: i64 = len(items)
+        k: i64 = 0
+        i: i64 = 0
+        while i < stop:
+            j = i + (data[k] << 24 | data[k + 1] << 16 | data[k + 2] << 8 | data[k + 3]) % bound
+            items[i], items[j] = items[j], items[i]
+            i += 1
+            k += 4
+            bound -= 1
+    else:
+        # (Python: struct's words, in C; zip without strict=: the first ends it)
+        for i, word, bound in zip(range(stop), _WORDS[blocks].unpack(data), range(len(items), 0, -1)):  # noqa: B905
+            j = i + word % bound
+            items[i], items[j] = items[j], items[i]
+    return data
 
 
 class SeedStream:
@@ -96,7 +139,7 @@ class SeedStream:
 
     def _next_word(self) -> int:
         if self._pos == 8:
-            digest = hashlib.sha256(self._prefix + str(self._counter).encode()).digest()
+            digest = _sha256(self._prefix + str(self._counter).encode()).digest()
             self._counter += 1
             self._words = _BLOCK_WORDS.unpack(digest)
             self._pos = 0
@@ -122,11 +165,11 @@ class SeedStream:
         if self._counter == 0 and stop <= 255:
             # Fast path for a fresh stream: take all the words at once; when none of them
             # is high enough to be rejected, every draw is simply ``word % bound``.
-            words = fresh_shuffle(self._prefix, items, stop)
-            if words is not None:
-                blocks = len(words) >> 3
+            data = fresh_shuffle(self._prefix, items, stop)
+            if data is not None:
+                blocks = len(data) >> 5
                 self._counter = blocks
-                self._words = words[-8:]
+                self._words = _BLOCK_WORDS.unpack(data[-32:])
                 self._pos = 8 - (blocks * 8 - stop)
                 return items
         for i in range(stop):

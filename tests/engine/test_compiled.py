@@ -79,6 +79,15 @@ def test_the_hot_modules_are_compiled_and_the_environment_can_force_pure_python(
     assert compiled_flag is False and all(f.endswith(".py") for f in files), files
 
 
+def test_each_build_takes_its_own_forks(compiled_engine: Path) -> None:
+    """Where the fastest code differs between the builds, the hot modules ask
+    ``MYPYC_COMPILED``: True in the compiled build and False in the pure one, so that the
+    differential test above plays each build's own code, not one of them twice."""
+    probe = ["-c", "import wizard.shuffle as s; print(s.MYPYC_COMPILED)"]
+    assert _python(compiled_engine, probe).strip() == "True"
+    assert _python(compiled_engine, probe, pure=True).strip() == "False"
+
+
 def test_a_compiled_engine_that_cannot_load_falls_back_to_pure_python(compiled_engine: Path, tmp_path: Path) -> None:
     broken = tmp_path / "broken"
     shutil.copytree(compiled_engine, broken, ignore=shutil.ignore_patterns("wizard__mypyc*"))
