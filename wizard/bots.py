@@ -112,12 +112,15 @@ class HeuristicBot(HouseBot):
         legal = [m.bid for m in view.legal_moves if m.bid is not None]
         return Move(bid=closest_bid(legal, self.expected_tricks(view)))
 
-    def expected_tricks(self, view: MatchView) -> float:
-        """The tricks the viewer's hand should take (what it bids, rounded to a legal bid);
+    def expected_tricks(self, view: MatchView, hand: Sequence[str] | None = None) -> float:
+        """The tricks the viewer's hand should take (what it bids, rounded to a legal bid),
+        or ``hand``'s, dealt in this view's round (another seat's, as search guesses it);
         any seat's view will do, whether or not it is its turn."""
-        if view.hand is None:  # CLAIRVOYANCE round 1: we see the others' cards, not ours
-            return self._clairvoyant_estimate(view)
-        return sum(self._win_chance(view, code, view.hand) for code in view.hand)
+        if hand is None:
+            if view.hand is None:  # CLAIRVOYANCE round 1: we see the others' cards, not ours
+                return self._clairvoyant_estimate(view)
+            hand = view.hand
+        return sum(self._win_chance(view, code, hand) for code in hand)
 
     def _win_chance(self, view: MatchView, code: str, hand: Sequence[str]) -> float:
         """How likely one card of a fresh hand is to take a trick."""

@@ -41,7 +41,19 @@ from math import log, sqrt
 from random import Random
 
 from wizard.bots import HeuristicBot, HouseBot, closest_bid
-from wizard.cards import BIT, CARD_IDS, JESTER, JESTER_BASE, SUIT_OF, VALUE_OF, WIZARD, WIZARD_BASE, lowest_copy
+from wizard.cards import (
+    BIT,
+    CARD_IDS,
+    JESTER,
+    JESTER_BASE,
+    SUIT_OF,
+    VALUE_OF,
+    WIZARD,
+    WIZARD_BASE,
+    card_code,
+    cards_of,
+    lowest_copy,
+)
 from wizard.moves import ACTION_BID, ACTION_TRUMP, Move
 from wizard.rules import MatchConfig, Phase, Variant, legal_bids
 from wizard.sampling import sample_hands, sample_state
@@ -167,22 +179,28 @@ class _Round:
 
     @classmethod
     def of_view(cls, view: MatchView, config: MatchConfig, hands: list[int]) -> _Round:
-        """The round as ``view`` shows it while its cards are played and every bid is in
-        sight, with ``hands`` (:func:`~wizard.sampling.sample_hands`) for the cards it hides."""
+        """The round as ``view`` shows it, with ``hands`` (:func:`~wizard.sampling.sample_hands`)
+        for the cards it hides: while bidding (a bid hidden from the view is made anew, by
+        the model), or while cards are played in sight of every bid."""
         trump = None if view.trump_suit is None else int(view.trump_suit)
         play = cls(config, trump, view.dealer, view.hand_size)
         play.hands = hands
         play.bids = [s.bid for s in view.seats]
         play.tricks = [s.tricks for s in view.seats]
-        play.bidding = False
+        play.bidding = view.phase is Phase.BID
+        if play.bidding:  # the model's estimates, from the hands as dealt (none is played yet)
+            play.estimates = {
+                s: _MODEL.expected_tricks(view, [card_code(c) for c in cards_of(hands[s])])
+                for s, bid in enumerate(play.bids)
+                if bid is None
+            }
         play.lead = LEAD_OPEN
         play.left = view.hand_size - len(view.completed_tricks)
         play.trick_size = 0
         play.top = play.top_seat = -1
         for p in view.current_trick:
             play.note_card(p.seat, world_card(p.card))
-        assert view.to_act is not None
-        play.to_act = view.to_act
+        play.to_act = NO_SEAT if view.to_act is None else view.to_act
         return play
 
     def copy(self) -> _Round:
@@ -410,17 +428,19 @@ def search_move(
 
 
 def _sampled_round(view: MatchView, config: MatchConfig, rng: Random) -> _Round:
-    """A determinization of the round: while cards are played in sight of every bid, the
-    hidden hands are all there is to draw (:func:`~wizard.sampling.sample_hands`, cheap);
-    otherwise a whole state (:func:`~wizard.sampling.sample_state`: hidden bids guessed)."""
-    if view.phase is Phase.PLAY and all(s.bid is not None for s in view.seats):
+    """A determinization of the round: the hidden hands are all there is to draw
+    (:func:`~wizard.sampling.sample_hands`, cheap) while bidding, and while cards are played
+    in sight of every bid; otherwise (SECRET_BIDS' play, CLAIRVOYANCE's round 1) a whole
+    state (:func:`~wizard.sampling.sample_state`: the hidden bids guessed from the hands)."""
+    bidding = view.phase is Phase.BID
+    if (bidding and view.hand is not None) or (not bidding and all(s.bid is not None for s in view.seats)):
         return _Round.of_view(view, config, sample_hands(view, rng))
     world = sample_state(view, rng)
     return _Round.of_state(world, _estimates(world))
 
 
 def _estimates(world: MatchState) -> dict[int, float]:
-    """The greedy model's tricks for each seat yet to bid, from its hand in ``world``."""
+    """The greedy model's tricks for each seat yet to bid, from its view of ``world``."""
     f = fields_of(world)
     if f.phase is not Phase.BID:
         return {}
