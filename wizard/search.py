@@ -122,9 +122,9 @@ def _beaten_by(trump: int | None, single_suit: bool) -> tuple[int, ...]:
 
 class _Round:
     """The rest of one determinization's round, from its bidding or its play, on a few
-    local fields instead of a :class:`~wizard.state.MatchState` (search plays tens of
-    thousands of these per decision; the checked engine would spend most of the time in
-    its checks and its log). It keeps the rules of bidding and of trick play as the engine
+    local fields instead of a :class:`~wizard.state.MatchState` (search plays hundreds of
+    these per decision; the checked engine spent most of the time in its checks and its
+    log). It keeps the rules of bidding and of trick play as the engine
     has them (:func:`~wizard.rules.legal_bids`, :func:`~wizard.tricks.playable`,
     :func:`~wizard.tricks.lead_after`, the trick table); the round's points come from the
     match's table. ``estimates`` are the greedy model's tricks for each seat yet to bid."""
