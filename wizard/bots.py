@@ -110,11 +110,17 @@ class HeuristicBot(HouseBot):
     # ------------------------------------------------------------------ bidding
     def bid(self, view: MatchView, rng: Random) -> Move:
         legal = [m.bid for m in view.legal_moves if m.bid is not None]
-        if view.hand is None:  # CLAIRVOYANCE round 1: we see the others' cards, not ours
-            estimate = self._clairvoyant_estimate(view)
-        else:
-            estimate = sum(self._win_chance(view, code, view.hand) for code in view.hand)
-        return Move(bid=min(legal, key=lambda b: (abs(b - estimate), b)))
+        return Move(bid=closest_bid(legal, self.expected_tricks(view)))
+
+    def expected_tricks(self, view: MatchView, hand: Sequence[str] | None = None) -> float:
+        """The tricks the viewer's hand should take (what it bids, rounded to a legal bid),
+        or ``hand``'s, dealt in this view's round (another seat's, as search guesses it);
+        any seat's view will do, whether or not it is its turn."""
+        if hand is None:
+            if view.hand is None:  # CLAIRVOYANCE round 1: we see the others' cards, not ours
+                return self._clairvoyant_estimate(view)
+            hand = view.hand
+        return sum(self._win_chance(view, code, hand) for code in hand)
 
     def _win_chance(self, view: MatchView, code: str, hand: Sequence[str]) -> float:
         """How likely one card of a fresh hand is to take a trick."""
@@ -219,6 +225,11 @@ class HeuristicBot(HouseBot):
         per_seat = max(1, len(view.hand or ()) - 1)
         safe = 1.0 - beaters / len(unseen)
         return safe ** (later * per_seat)
+
+
+def closest_bid(legal: Sequence[int], estimate: float) -> int:
+    """The legal bid nearest ``estimate`` (the lower of two as near)."""
+    return min(legal, key=lambda b: (abs(b - estimate), b))
 
 
 def _is_single_suit(view: MatchView) -> bool:

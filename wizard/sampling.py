@@ -4,7 +4,8 @@ A seat sees a :class:`~wizard.views.MatchView`, not the state: the other seats' 
 undealt cards and, under HIDDEN_BIDS or SECRET_BIDS, some bids are hidden from it.
 :func:`sample_state` fills them in at random, consistently with everything the view shows,
 and returns a :class:`~wizard.state.MatchState` to copy, play on and score: the forward
-model of determinized Monte Carlo search.
+model of determinized Monte Carlo search. :func:`sample_hands` draws the hidden hands alone
+(bit masks, no state), for a search that stays within the round.
 
 >>> import dataclasses, random
 >>> from wizard import MatchConfig, new_match
@@ -61,11 +62,9 @@ def sample_state(view: MatchView, rng: Random) -> MatchState:
     ``record()`` of a sampled state does not replay. A finished match has nothing hidden:
     its view raises :class:`~wizard.errors.MatchFinishedError`.
     """
-    if view.phase is Phase.FINISHED:
-        raise MatchFinishedError("the match is over: there is nothing hidden left to sample")
+    config = _config_of(view)
     n = view.players
     first_dealer = (view.dealer - view.round + 1) % n
-    config = _config(view.ruleset, n, frozenset(view.variants), first_dealer)
     state = undealt_match(
         config,
         f"sample-{rng.getrandbits(64):016x}",
@@ -85,6 +84,27 @@ def sample_state(view: MatchView, rng: Random) -> MatchState:
     fields = fields_of(state)
     earlier = [UNKNOWN_MOVE] * (view.moves_made - len(fields.log))
     return state_of_fields(config, state.seed, None, fields._replace(log=earlier + fields.log))
+
+
+def sample_hands(view: MatchView, rng: Random) -> list[int]:
+    """Every seat's cards in hand now, as bit masks of card ids, the hidden ones drawn as
+    :func:`sample_state` draws them: the part of a determinization that search within the
+    round needs, without a state to build (the view's bids must then be all it needs)."""
+    plays = [p for t in view.completed_tricks for p in t.plays] + list(view.current_trick)
+    hands, _ = _dealt_hands(view, _config_of(view), plays, rng)
+    held = [mask_of(cards) for cards in hands]
+    for play in plays:  # (a W or J played: any copy of it, the hand holds the others)
+        seat_hand = held[play.seat]
+        copy = CODE_MASK[play.card] & seat_hand
+        held[play.seat] = seat_hand ^ (copy & -copy)
+    return held
+
+
+def _config_of(view: MatchView) -> MatchConfig:
+    if view.phase is Phase.FINISHED:
+        raise MatchFinishedError("the match is over: there is nothing hidden left to sample")
+    n = view.players
+    return _config(view.ruleset, n, frozenset(view.variants), (view.dealer - view.round + 1) % n)
 
 
 @lru_cache(maxsize=256)

@@ -1,8 +1,10 @@
 """The SEARCH house bot: information-set Monte Carlo tree search from one seat's view.
 
-Each iteration deals a *determinization*, a full state that agrees with the seat's view
-(:func:`~wizard.sampling.sample_state`: the hidden cards and hidden bids drawn at random,
-never read from the real state), and plays it to the end of the round:
+Each iteration deals a *determinization*, a deal that agrees with the seat's view (the
+hidden cards, and any hidden bids, drawn at random by :mod:`wizard.sampling`, never read
+from the real state), and plays it to the end of the round on a few local fields
+(:class:`_Round`: the rules of bidding and trick play as the engine has them, without the
+checked engine's checks and log, which took most of the time):
 
 - at the root, every candidate move is tried on the same determinization (paired
   comparisons: the candidates are judged on the same deal, which cuts the variance that
@@ -38,13 +40,25 @@ from functools import lru_cache
 from math import log, sqrt
 from random import Random
 
-from wizard.bots import HeuristicBot, HouseBot
-from wizard.cards import JESTER, JESTER_BASE, SUIT_OF, VALUE_OF, WIZARD, WIZARD_BASE
+from wizard.bots import HeuristicBot, HouseBot, closest_bid
+from wizard.cards import (
+    BIT,
+    CARD_IDS,
+    JESTER,
+    JESTER_BASE,
+    SUIT_OF,
+    VALUE_OF,
+    WIZARD,
+    WIZARD_BASE,
+    card_code,
+    cards_of,
+    lowest_copy,
+)
 from wizard.moves import ACTION_BID, ACTION_TRUMP, Move
-from wizard.rules import Phase, Variant
-from wizard.sampling import sample_state
-from wizard.state import MatchState
-from wizard.tricks import trick_table
+from wizard.rules import MatchConfig, Phase, Variant, legal_bids
+from wizard.sampling import sample_hands, sample_state
+from wizard.state import NO_SEAT, MatchState, fields_of
+from wizard.tricks import LEAD_OPEN, lead_after, playable, trick_table
 from wizard.views import MatchView
 
 #: seconds of search per decision, by default
@@ -99,80 +113,208 @@ class _Node:
         self.avail = 0
 
 
+@lru_cache(maxsize=16)
+def _beaten_by(trump: int | None, single_suit: bool) -> tuple[int, ...]:
+    """``_beaten_by(...)[best]``: the bit mask of the cards that take the trick from ``best``."""
+    beats = trick_table(trump, single_suit)
+    return tuple(sum(BIT[c] for c in range(CARD_IDS) if row[c]) for row in beats)
+
+
 class _Round:
-    """One determinization played to the end of its round, with what the greedy model
-    needs kept up to date: the bids, the tricks taken, the trick on the table."""
+    """The rest of one determinization's round, from its bidding or its play, on a few
+    local fields instead of a :class:`~wizard.state.MatchState` (search plays hundreds of
+    these per decision; the checked engine spent most of the time in its checks and its
+    log). It keeps the rules of bidding and of trick play as the engine
+    has them (:func:`~wizard.rules.legal_bids`, :func:`~wizard.tricks.playable`,
+    :func:`~wizard.tricks.lead_after`, the trick table); the round's points come from the
+    match's table. ``estimates`` are the greedy model's tricks for each seat yet to bid."""
 
-    __slots__ = ("beats", "bids", "n", "single", "strength", "top", "top_seat", "trick_size", "tricks", "world")
+    __slots__ = (
+        "beaten_by", "bidding", "bids", "dealer", "estimates", "hands", "lead", "left", "n", "plus_minus_one",
+        "points", "simultaneous", "single", "size", "strength", "to_act", "top", "top_seat", "trick_size", "tricks",
+    )
 
-    def __init__(self, world: MatchState, view: MatchView, me: int) -> None:
-        self.world = world
-        self.n = view.players
-        self.single = Variant.SINGLE_SUIT in view.variants
-        self.bids: list[int | None] = [s.bid for s in view.seats]
-        if view.phase is Phase.PLAY:
-            for s in range(self.n):  # a bid hidden from us: the determinization's guess
-                if self.bids[s] is None:
-                    self.bids[s] = world.view(s).seats[s].bid
-        self.tricks = [s.tricks for s in view.seats]
-        self.set_trump(None if view.trump_suit is None else int(view.trump_suit))
-        self.top = -1
-        self.top_seat = -1
-        self.trick_size = 0
-        for play in view.current_trick:
-            self.note_card(play.seat, world_card(play.card))
+    # the play so far (set by the constructors)
+    hands: list[int]  #: by seat, the bit mask of the cards it holds
+    bids: list[int | None]
+    tricks: list[int]
+    bidding: bool
+    to_act: int  #: NO_SEAT while bids are simultaneous
+    lead: int  #: as the engine keeps it (:mod:`wizard.tricks`)
+    left: int  #: tricks still to finish
+    trick_size: int  #: cards on the current trick
+    top: int  #: the card taking the current trick so far (-1: none)
+    top_seat: int
 
-    def set_trump(self, trump: int | None) -> None:
-        self.beats = trick_table(trump, self.single)
+    def __init__(self, config: MatchConfig, trump: int | None, dealer: int, size: int) -> None:
+        """The round's rules; a constructor (:meth:`of_state`, :meth:`of_view`) sets the rest."""
+        self.n = config.players
+        self.size = size
+        self.dealer = dealer
+        self.points = config.points
+        self.plus_minus_one = config.plus_minus_one
+        self.simultaneous = config.simultaneous_bids
+        self.single = config.single_suit
+        self.beaten_by = _beaten_by(trump, self.single)
         self.strength = _strengths(trump, self.single)
+        self.estimates: dict[int, float] = {}
 
-    def note_card(self, seat: int, card: int) -> None:
-        if self.trick_size == 0 or self.beats[self.top][card]:
-            self.top, self.top_seat = card, seat
-        self.trick_size += 1
-        if self.trick_size == self.n:
-            self.tricks[self.top_seat] += 1
-            self.trick_size = 0
+    @classmethod
+    def of_state(cls, world: MatchState, estimates: dict[int, float]) -> _Round:
+        """The round of ``world`` (bidding or playing)."""
+        f = fields_of(world)
+        play = cls(world.config, f.trump_suit, f.dealer, world.config.hand_size(f.round))
+        play.estimates = estimates
+        play.hands = list(f.hands)
+        play.bids = list(f.bids)
+        play.tricks = list(f.tricks)
+        play.bidding = f.phase is Phase.BID
+        play.to_act = f.to_act
+        play.lead = f.lead
+        play.left = play.size - len(f.done)
+        play.trick_size = len(f.trick)
+        play.top = f.trick[f.win_pos] if f.trick else -1
+        play.top_seat = (f.leader + f.win_pos) % play.n if f.trick else -1
+        return play
+
+    @classmethod
+    def of_view(cls, view: MatchView, config: MatchConfig, hands: list[int]) -> _Round:
+        """The round as ``view`` shows it, with ``hands`` (:func:`~wizard.sampling.sample_hands`)
+        for the cards it hides: while bidding (a bid hidden from the view is made anew, by
+        the model), or while cards are played in sight of every bid."""
+        trump = None if view.trump_suit is None else int(view.trump_suit)
+        play = cls(config, trump, view.dealer, view.hand_size)
+        play.hands = hands
+        play.bids = [s.bid for s in view.seats]
+        play.tricks = [s.tricks for s in view.seats]
+        play.bidding = view.phase is Phase.BID
+        if play.bidding:  # the model's estimates, from the hands as dealt (none is played yet)
+            play.estimates = {
+                s: _MODEL.expected_tricks(view, [card_code(c) for c in cards_of(hands[s])])
+                for s, bid in enumerate(play.bids)
+                if bid is None
+            }
+        play.lead = LEAD_OPEN
+        play.left = view.hand_size - len(view.completed_tricks)
+        play.trick_size = 0
+        play.top = play.top_seat = -1
+        for p in view.current_trick:
+            play.note_card(p.seat, world_card(p.card))
+        play.to_act = NO_SEAT if view.to_act is None else view.to_act
+        return play
+
+    def copy(self) -> _Round:
+        other = _Round.__new__(_Round)
+        for name in _Round.__slots__:
+            setattr(other, name, getattr(self, name))
+        other.hands = list(self.hands)
+        other.bids = list(self.bids)
+        other.tricks = list(self.tricks)
+        return other
+
+    def seat_to_move(self, me: int) -> int:
+        """Who moves next (this seat first while bids are simultaneous and it has to bid)."""
+        if self.to_act != NO_SEAT:
+            return self.to_act
+        bids = self.bids
+        return me if bids[me] is None else bids.index(None)
+
+    def legal(self, seat: int) -> list[int]:
+        """The seat's legal actions, a Wizard or a Jester once (its lowest copy)."""
+        if self.bidding:
+            return [ACTION_BID + b for b in legal_bids(self.size, self.bids, seat == self.dealer, self.plus_minus_one)]
+        out: dict[int, int] = {}
+        mask = playable(self.hands[seat], self.lead)
+        while mask:
+            low = mask & -mask
+            card = low.bit_length() - 1
+            out.setdefault(_key(card), card)
+            mask ^= low
+        return list(out.values())
 
     def apply(self, seat: int, action: int) -> None:
-        if action < ACTION_TRUMP:
-            self.note_card(seat, action)
-        elif action < ACTION_BID:
-            self.set_trump(action - ACTION_TRUMP)
+        if self.bidding:
+            self.bid(seat, action - ACTION_BID)
         else:
-            self.bids[seat] = action - ACTION_BID
-        world = self.world
-        world.apply_action(seat, action)
-        if action >= ACTION_BID and world.phase is Phase.PLAY and None in self.bids:
-            for s in range(self.n):  # bids made out of our sight: the determinization's
-                if self.bids[s] is None:
-                    self.bids[s] = world.view(s).seats[s].bid
+            self.play(seat, action)
 
-    def model_action(self, seat: int, rng: Random) -> int:
+    def bid(self, seat: int, bid: int) -> None:
+        bids = self.bids
+        bids[seat] = bid
+        if self.to_act != NO_SEAT and seat != self.dealer:
+            self.to_act = (seat + 1) % self.n
+        elif None not in bids:
+            self.bidding = False
+            self.to_act = (self.dealer + 1) % self.n
+
+    def play(self, seat: int, card: int) -> None:
+        self.hands[seat] ^= BIT[card]
+        self.note_card(seat, card)
+
+    def note_card(self, seat: int, card: int) -> None:
+        """``card`` goes on the trick (the seat's hand aside); a full trick is taken."""
+        if self.trick_size == 0 or self.beaten_by[self.top] & BIT[card]:
+            self.top, self.top_seat = card, seat
+        self.lead = lead_after(card, self.lead, self.single)
+        self.trick_size += 1
+        if self.trick_size < self.n:
+            self.to_act = seat + 1 if seat + 1 < self.n else 0
+            return
+        self.tricks[self.top_seat] += 1
+        self.to_act = self.top_seat
+        self.trick_size = 0
+        self.lead = LEAD_OPEN
+        self.left -= 1
+
+    @property
+    def over(self) -> bool:
+        return not self.bidding and self.left == 0
+
+    def gains(self) -> list[int]:
+        """Every seat's points for the round, once it is over."""
+        points = self.points
+        return [points[b or 0][t] for b, t in zip(self.bids, self.tricks, strict=True)]
+
+    def model_action(self, seat: int) -> int:
         """The greedy model's move for ``seat``."""
-        world = self.world
-        phase = world.phase
-        if phase is not Phase.PLAY:
-            move = _MODEL.act(world.view(seat), rng)
-            return world.action_of(seat, move)
-        cards = world.legal_actions(seat)
-        strength = self.strength
-        if self.trick_size == 0:
-            winning, losing = cards, []
-        else:
-            row = self.beats[self.top]
-            winning = [c for c in cards if row[c]]
-            losing = [c for c in cards if not row[c]]
+        if self.bidding:
+            legal = legal_bids(self.size, self.bids, seat == self.dealer, self.plus_minus_one)
+            return ACTION_BID + closest_bid(legal, self.estimates[seat])
+        cards = playable(self.hands[seat], self.lead)
+        winning = cards if self.trick_size == 0 else cards & self.beaten_by[self.top]
         bid = self.bids[seat]
         if bid is None or bid > self.tricks[seat]:
-            if winning:
-                if self.trick_size == self.n - 1:
-                    return min(winning, key=strength.__getitem__)
-                return max(winning, key=strength.__getitem__)
-            return min(cards, key=strength.__getitem__)
+            if not winning:
+                return self._cheapest(cards)
+            if self.trick_size == self.n - 1:
+                return self._cheapest(winning)
+            return self._strongest(winning)
+        losing = cards & ~winning
         if losing:
-            return max(losing, key=strength.__getitem__)
-        return min(cards, key=strength.__getitem__)
+            return self._strongest(losing)
+        return self._cheapest(cards)
+
+    def _cheapest(self, mask: int) -> int:
+        strength = self.strength
+        best, best_strength = -1, 1000
+        while mask:
+            low = mask & -mask
+            card = low.bit_length() - 1
+            if strength[card] < best_strength:
+                best, best_strength = card, strength[card]
+            mask ^= low
+        return best
+
+    def _strongest(self, mask: int) -> int:
+        strength = self.strength
+        best, best_strength = -1, -1000
+        while mask:
+            low = mask & -mask
+            card = low.bit_length() - 1
+            if strength[card] > best_strength:
+                best, best_strength = card, strength[card]
+            mask ^= low
+        return best
 
 
 def world_card(code: str) -> int:
@@ -253,18 +395,29 @@ def search_move(
     if len(candidates) == 1:
         return candidates[0]
     me = view.my_seat
-    scale = _scale(view)
+    search = _Search(me, rng, exploration, _scale(view), rivalry)
     root = _Node()
     keys = [_key(_action_of_move(m)) for m in candidates]
     for k in keys:
         root.children[k] = _Node()
+    choosing_trump = view.phase is Phase.CHOOSE_TRUMP
+    config = MatchConfig.create(view.ruleset, view.players, view.variants)
     deadline = time.perf_counter() + seconds
     done = 0
     while True:
-        world = sample_state(view, rng)
-        for key in keys:
-            _iterate(root.children[key], key, world.copy(), view, me, rng, exploration, scale, rivalry)
-            done += 1
+        if choosing_trump:  # the trump changes every seat's bid: a round per candidate
+            world = sample_state(view, rng)
+            for key in keys:
+                after = world.copy()
+                after.apply_action(me, key)
+                search.iterate(root.children[key], _Round.of_state(after, _estimates(after)))
+        else:
+            start = _sampled_round(view, config, rng)
+            for key in keys:
+                play = start.copy()
+                play.apply(me, _actual(play, me, key))
+                search.iterate(root.children[key], play)
+        done += len(keys)
         if nodes is not None:
             if done >= nodes:
                 break
@@ -272,6 +425,26 @@ def search_move(
             break
     best = max(range(len(keys)), key=lambda i: root.children[keys[i]].total)
     return candidates[best]
+
+
+def _sampled_round(view: MatchView, config: MatchConfig, rng: Random) -> _Round:
+    """A determinization of the round: the hidden hands are all there is to draw
+    (:func:`~wizard.sampling.sample_hands`, cheap) while bidding, and while cards are played
+    in sight of every bid; otherwise (SECRET_BIDS' play, CLAIRVOYANCE's round 1) a whole
+    state (:func:`~wizard.sampling.sample_state`: the hidden bids guessed from the hands)."""
+    bidding = view.phase is Phase.BID
+    if (bidding and view.hand is not None) or (not bidding and all(s.bid is not None for s in view.seats)):
+        return _Round.of_view(view, config, sample_hands(view, rng))
+    world = sample_state(view, rng)
+    return _Round.of_state(world, _estimates(world))
+
+
+def _estimates(world: MatchState) -> dict[int, float]:
+    """The greedy model's tricks for each seat yet to bid, from its view of ``world``."""
+    f = fields_of(world)
+    if f.phase is not Phase.BID:
+        return {}
+    return {s: _MODEL.expected_tricks(world.view(s)) for s in range(world.players) if f.bids[s] is None}
 
 
 def _action_of_move(move: Move) -> int:
@@ -283,59 +456,55 @@ def _action_of_move(move: Move) -> int:
     return world_card(move.card)
 
 
-def _iterate(
-    node: _Node, first: int, world: MatchState, view: MatchView, me: int, rng: Random, c: float, scale: float,
-    rivalry: float,
-) -> None:
-    """One iteration: ``first`` (this seat's move at the root) on the determinization
-    ``world``, down the tree while it has statistics, then the greedy model to the end of
-    the round; the round's points go back up the path."""
-    base = world.scores
-    start = world.round
-    play = _Round(world, view, me)
-    play.apply(me, _actual(world, me, first))
-    path = [node]
-    in_tree = True
-    while world.round == start and not world.is_finished:
-        awaiting = world.awaiting()
-        seat = me if me in awaiting else awaiting[0]
-        if seat == me and in_tree:
-            actions: dict[int, int] = {}
-            for a in world.legal_actions(me):
-                actions.setdefault(_key(a), a)
-            key = _select(node, actions, rng, c)
-            action = actions[key]
-            child = node.children.get(key)
-            if child is None:
-                child = node.children[key] = _Node()
-                in_tree = False
-            node = child
-            path.append(node)
-        else:
-            action = play.model_action(seat, rng)
-            if in_tree and (action < ACTION_BID or not world.config.simultaneous_bids):
-                # a move this seat sees: the tree follows it
-                key = _key(action)
+class _Search:
+    """What every iteration of one decision shares: the seat, the rng, the reward's terms."""
+
+    __slots__ = ("c", "me", "rivalry", "rng", "scale")
+
+    def __init__(self, me: int, rng: Random, c: float, scale: float, rivalry: float) -> None:
+        self.me, self.rng, self.c, self.scale, self.rivalry = me, rng, c, scale, rivalry
+
+    def iterate(self, node: _Node, play: _Round) -> None:
+        """One iteration, after this seat's move at the root (whose node is ``node``) on
+        ``play``: down the tree while it has statistics, then the greedy model to the end
+        of the round; the round's points go back up the path."""
+        me = self.me
+        path = [node]
+        in_tree = True
+        while not play.over:
+            seat = play.seat_to_move(me)
+            if seat == me and in_tree:
+                actions = {_key(a): a for a in play.legal(me)}
+                key = _select(node, actions, self.rng, self.c)
+                action = actions[key]
                 child = node.children.get(key)
                 if child is None:
                     child = node.children[key] = _Node()
+                    in_tree = False
                 node = child
-        play.apply(seat, action)
-    after = world.scores
-    gains = [a - b for a, b in zip(after, base, strict=True)]
-    others = (sum(gains) - gains[me]) / (len(gains) - 1)
-    reward = (gains[me] - rivalry * others) / scale
-    for n in path:
-        n.visits += 1
-        n.total += reward
+                path.append(node)
+            else:
+                action = play.model_action(seat)
+                if in_tree and (not play.bidding or not play.simultaneous):
+                    # a move this seat sees: the tree follows it
+                    key = _key(action)
+                    child = node.children.get(key)
+                    if child is None:
+                        child = node.children[key] = _Node()
+                    node = child
+            play.apply(seat, action)
+        gains = play.gains()
+        others = (sum(gains) - gains[me]) / (len(gains) - 1)
+        reward = (gains[me] - self.rivalry * others) / self.scale
+        for n in path:
+            n.visits += 1
+            n.total += reward
 
 
-def _actual(world: MatchState, seat: int, key: int) -> int:
+def _actual(play: _Round, seat: int, key: int) -> int:
     """The action of this determinization a key stands for (the copy of W or J held)."""
     if key < ACTION_TRUMP and key >= WIZARD_BASE:
-        for a in world.legal_actions(seat):
-            if _key(a) == key:
-                return a
+        return lowest_copy(play.hands[seat], key)
     return key
 
 

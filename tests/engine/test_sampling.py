@@ -1,4 +1,4 @@
-"""sample_state: engine states consistent with one seat's view.
+"""sample_state (and sample_hands, its hands alone): engine states consistent with one seat's view.
 
 For random points of random matches over every ruleset x player count x variant set, and for
 every seat and a spectator: the sampled state shows the viewer the same view (all but
@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 from tests.engine.conftest import allowed_triples, bid_all, match_at_round, play
 from tests.engine.test_properties import _label, deck_codes, expected_lead, pile_codes
 from wizard import MatchConfig, MatchFinishedError, MatchState, MatchView, Move, Phase, Variant, new_match, sample_state
-from wizard.cards import SUIT_MASK, cards_of, mask_of
+from wizard.cards import SUIT_MASK, card_code, cards_of, mask_of
 from wizard.playout import playout
 from wizard.record import state_to_bytes
-from wizard.sampling import _deal_hidden
+from wizard.sampling import _deal_hidden, sample_hands
 
 TRIPLES = allowed_triples()
 
@@ -64,8 +64,26 @@ def check_sample(state: MatchState, viewer: int | None, sample_seed: int) -> Mat
     seen = world.view(viewer)
     assert seen == dataclasses.replace(view, seed_hash=world.seed_hash), where
     assert seen.to_dict() == dict(view.to_dict(), seedHash=world.seed_hash), where
-    # no card twice: hands + played cards + the turned card fit in the deck (or the piles)
-    hands = hands_of(world)
+    check_hands(view, hands_of(world), where)
+    # sample_hands: hands alone, held to the same checks
+    check_hands(view, [tuple(card_code(c) for c in cards_of(h)) for h in sample_hands(view, random.Random(sample_seed))],
+                f"{where}, sample_hands")
+    # hidden bids were filled in with legal guesses
+    for s in range(view.players):
+        bid = world.view(s).seats[s].bid
+        if view.seats[s].bid is not None:
+            assert bid == view.seats[s].bid, where
+        if bid is not None:
+            assert 0 <= bid <= view.hand_size, where
+    # same rng seed, same sample
+    assert state_to_bytes(sample_state(view, random.Random(sample_seed))) == state_to_bytes(world), where
+    return world
+
+
+def check_hands(view: MatchView, hands: list[tuple[str, ...]], where: str) -> None:
+    """Every seat's hand in a sample agrees with the view: the shown hands kept, the right
+    number of cards, the revealed voids kept, no card twice (hands + played cards + the
+    turned card fit in the deck, or the piles)."""
     played = view.cards_played_this_round()
     single = Variant.SINGLE_SUIT in view.variants
     for s, hand in enumerate(hands):
@@ -86,16 +104,6 @@ def check_sample(state: MatchState, viewer: int | None, sample_seed: int) -> Mat
         used[view.trump_card] += 1
     if not single:
         assert used <= Counter(deck_codes(view.ruleset)), f"{where}: a card twice: {used - Counter(deck_codes(view.ruleset))}"
-    # hidden bids were filled in with legal guesses
-    for s in range(view.players):
-        bid = world.view(s).seats[s].bid
-        if view.seats[s].bid is not None:
-            assert bid == view.seats[s].bid, where
-        if bid is not None:
-            assert 0 <= bid <= view.hand_size, where
-    # same rng seed, same sample
-    assert state_to_bytes(sample_state(view, random.Random(sample_seed))) == state_to_bytes(world), where
-    return world
 
 
 def played_plays(view: MatchView) -> list:

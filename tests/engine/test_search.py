@@ -11,7 +11,10 @@ import pytest
 from tests.engine.conftest import allowed_triples, full_deck
 from wizard import HOUSE_BOTS, MatchConfig, MatchState, Move, Phase, RandomBot, Ruleset, SearchBot, Variant, new_match
 from wizard.bots import HeuristicBot, HouseBot
+from wizard.cards import lowest_copy
 from wizard.sampling import sample_state
+from wizard.search import _key, _Round
+from wizard.state import fields_of
 
 
 def _label(triple: tuple[Ruleset, int, tuple[Variant, ...]]) -> str:
@@ -97,3 +100,49 @@ def test_it_chooses_trump_bids_and_plays_by_search() -> None:
 def test_it_is_a_house_bot_kind() -> None:
     assert HOUSE_BOTS["SEARCH"] is SearchBot
     assert isinstance(HOUSE_BOTS["SEARCH"]().act(new_match(MatchConfig.create(), "k").view(1), random.Random(0)), Move)
+
+
+@pytest.mark.parametrize("triple", allowed_triples(), ids=_label)
+def test_the_search_round_plays_by_the_engines_rules(triple: tuple[Ruleset, int, tuple[Variant, ...]]) -> None:
+    """The search's own round (_Round, from a state or from a seat's view and the hands)
+    offers the engine's legal moves, and ends with the engine's tricks and points, when both
+    are played the same random way from random points of random matches."""
+    ruleset, players, variants = triple
+    config = MatchConfig.create(ruleset, players, variants)
+    rng = random.Random(f"round-{_label(triple)}")
+    for k in range(6):
+        state = new_match(config, f"round-{k}")
+        stop = rng.randint(1, config.rounds)
+        while not state.is_finished and (state.round < stop or rng.random() < 0.85):
+            seat = rng.choice(state.awaiting())
+            state.apply_action(seat, rng.choice(state.legal_actions(seat)))
+        if state.is_finished or state.phase not in (Phase.BID, Phase.PLAY):
+            continue
+        rounds = [_Round.of_state(state, {})]
+        view = state.view(state.awaiting()[0])
+        if [s.bid for s in view.seats] == fields_of(state).bids:  # (of_view makes hidden bids anew)
+            rounds.append(_Round.of_view(view, config, list(fields_of(state).hands)))
+        for play in rounds:
+            _check_round(state.copy(), play, rng)
+
+
+def _check_round(world: MatchState, play: _Round, rng: random.Random) -> None:
+    start, before = world.round, world.scores
+    me = world.awaiting()[0]
+    while world.round == start and not world.is_finished:
+        seat = play.seat_to_move(me)
+        assert seat in world.awaiting()
+        legal = {_key(a) for a in world.legal_actions(seat)}
+        assert {_key(a) for a in play.legal(seat)} == legal
+        if play.bidding:
+            action = rng.choice(sorted(legal))
+        else:
+            action = lowest_copy(fields_of(world).hands[seat], rng.choice(sorted(legal)))
+        world.apply_action(seat, action)
+        play.apply(seat, action)
+        me = seat
+    while not play.over:  # CLAIRVOYANCE's round 1 plays itself in the engine once bid: one card each
+        seat = play.seat_to_move(me)
+        (card,) = play.legal(seat)
+        play.apply(seat, card)
+    assert play.gains() == [after - b for after, b in zip(world.scores, before, strict=True)]
