@@ -636,6 +636,13 @@ def test_a_start_time_without_a_zone_is_taken_as_utc(api_west_of_utc):
 # ---------------------------------------------------------------------- in this process: tables, settlement
 
 
+def house_tournament_in_an_hour(name: str, rounds: int) -> NewTournament:
+    """A round robin of three random house bots, WIZARD_JUNIOR, starting in an hour."""
+    return NewTournament(name, "WIZARD_JUNIOR", players_per_match=3, rounds=rounds,
+                         starts_at_ms=now_ms() + 3_600_000, move_timeout_ms=600_000, rated=False,
+                         house_bots=["RANDOM", "RANDOM", "RANDOM"])
+
+
 def test_settle_leaves_a_tournament_match_queued_while_another_run_holds_the_tournament(
     services, redis_client
 ):
@@ -644,10 +651,7 @@ def test_settle_leaves_a_tournament_match_queued_while_another_run_holds_the_tou
 
     async def work() -> None:
         tournaments = services.tournaments
-        spec = NewTournament("locked", "WIZARD_JUNIOR", players_per_match=3, rounds=1,
-                             starts_at_ms=now_ms() + 3_600_000, move_timeout_ms=600_000, rated=False,
-                             house_bots=["RANDOM", "RANDOM", "RANDOM"])
-        t = await tournaments.create(creator, spec)
+        t = await tournaments.create(creator, house_tournament_in_an_hour("locked", rounds=1))
         assert await services.redis.exists(tournament_key(t.id))
         try:
             # an ended match of the tournament, queued for settlement by its last commit
@@ -708,10 +712,7 @@ def test_a_table_stored_before_matches_had_homes_keeps_its_matches_ids(services)
 
     async def work() -> None:
         tournaments = services.tournaments
-        spec = NewTournament("upgraded", "WIZARD_JUNIOR", players_per_match=3, rounds=2,
-                             starts_at_ms=now_ms() + 3_600_000, move_timeout_ms=600_000, rated=False,
-                             house_bots=["RANDOM", "RANDOM", "RANDOM"])
-        t = await tournaments.create(creator, spec)
+        t = await tournaments.create(creator, house_tournament_in_an_hour("upgraded", rounds=2))
         try:
             old = Table.from_dict({"table": [0, 1, 2], "seed": "old", "round": 1, "created": 1})  # as stored then
             await tournaments.store.add_tables(t.id, {"r1t0": old})
