@@ -55,7 +55,7 @@ from wizard.cards import (
     lowest_copy,
 )
 from wizard.moves import ACTION_BID, ACTION_TRUMP, Move
-from wizard.rules import MatchConfig, Phase, Variant, legal_bids
+from wizard.rules import MatchConfig, Phase, Variant, legal_bids, score_round
 from wizard.sampling import sample_hands, sample_state
 from wizard.state import NO_SEAT, MatchState, fields_of
 from wizard.tricks import LEAD_OPEN, lead_after, playable, trick_table
@@ -272,8 +272,9 @@ class _Round:
 
     def gains(self) -> list[int]:
         """Every seat's points for the round, once it is over."""
-        points = self.points
-        return [points[b or 0][t] for b, t in zip(self.bids, self.tricks, strict=True)]
+        gains = [0] * self.n
+        score_round(self.points, [b or 0 for b in self.bids], self.tricks, gains)
+        return gains
 
     def model_action(self, seat: int) -> int:
         """The greedy model's move for ``seat``."""
