@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import os
 import secrets
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -342,6 +343,32 @@ def pending(client: redis.Redis) -> dict[str, int]:
     return {stream: int(client.xpending(stream, WEBHOOK_DISPATCHERS)["pending"]) for stream in CALL_STREAMS}
 
 
+@contextlib.asynccontextmanager
+async def listening_dispatcher(redis_url: str, consumer: str) -> AsyncIterator[Dispatcher]:
+    """A dispatcher running on ``redis_url``, once it waits on every stream; stopped after."""
+    services = services_on(redis_url)
+    dispatcher = Dispatcher(services, consumer=consumer)
+    stop = asyncio.Event()
+    running = asyncio.create_task(dispatcher.run(stop))
+    try:
+        await dispatcher.listening.wait()
+        yield dispatcher
+    finally:
+        stop.set()
+        await running
+        await services.close()
+
+
+async def queued_in_every_stream_and_acknowledged(client: redis.Redis) -> dict[str, int]:
+    """A call queued in every stream, then waited for until each stream's group has read and
+    acknowledged it: the pending calls by stream then."""
+    streams = queue_a_call_in_every_stream(client)
+    while any(client.xinfo_groups(stream)[0]["last-delivered-id"] == b"0-0" or pending(client)[stream]
+              for stream in streams):
+        await asyncio.sleep(0.01)  # (the group's state: nothing to await)
+    return pending(client)
+
+
 def test_every_homes_stream_is_read_taken_over_and_acknowledged_on_its_own(own_redis: str) -> None:
     """A call in each of the 65 streams: reading every stream gets each once (its stream with it), nothing is left for a second read, a dispatcher that never finished
     them loses them to another (XAUTOCLAIM over every stream), and each is acknowledged on the
@@ -385,22 +412,8 @@ def test_a_running_dispatcher_hears_every_stream_and_acknowledges_each_call(own_
     client = open_sync(own_redis)
 
     async def run() -> dict[str, int]:
-        services = services_on(own_redis)
-        dispatcher = Dispatcher(services, consumer="listening")
-        stop = asyncio.Event()
-        running = asyncio.create_task(dispatcher.run(stop))
-        try:
-            async with asyncio.timeout(30):
-                await dispatcher.listening.wait()
-                streams = queue_a_call_in_every_stream(client)
-                while any(client.xinfo_groups(stream)[0]["last-delivered-id"] == b"0-0" or pending(client)[stream]
-                          for stream in streams):
-                    await asyncio.sleep(0.01)  # (the group's state: nothing to await)
-            return pending(client)
-        finally:
-            stop.set()
-            await running
-            await services.close()
+        async with asyncio.timeout(30), listening_dispatcher(own_redis, "listening"):
+            return await queued_in_every_stream_and_acknowledged(client)
 
     try:
         for stream in CALL_STREAMS:
@@ -418,30 +431,16 @@ def test_a_dispatcher_carries_on_reading_after_a_master_fails_over(tmp_path: Pat
     url = cluster.start()
 
     async def run() -> dict[str, int]:
-        services = services_on(url)
-        dispatcher = Dispatcher(services, consumer="survivor")
-        stop = asyncio.Event()
-        running = asyncio.create_task(dispatcher.run(stop))
-        try:
-            async with asyncio.timeout(90):
-                await dispatcher.listening.wait()
-                master = cluster.master_of(home_key(0, "webhook-calls"))
-                master.client().execute_command("WAIT", 1, 5000)  # (its replica has the groups)
-                cluster.kill(master)
-                await asyncio.to_thread(cluster.wait_failover, master)
-                client = open_sync(url if master.port != cluster.nodes[0].port else cluster.nodes_alive()[0].url)
-                try:
-                    streams = queue_a_call_in_every_stream(client)
-                    while any(client.xinfo_groups(stream)[0]["last-delivered-id"] == b"0-0" or pending(client)[stream]
-                              for stream in streams):
-                        await asyncio.sleep(0.05)  # (the group's state: nothing to await)
-                    return pending(client)
-                finally:
-                    client.close()
-        finally:
-            stop.set()
-            await running
-            await services.close()
+        async with asyncio.timeout(90), listening_dispatcher(url, "survivor"):
+            master = cluster.master_of(home_key(0, "webhook-calls"))
+            master.client().execute_command("WAIT", 1, 5000)  # (its replica has the groups)
+            cluster.kill(master)
+            await asyncio.to_thread(cluster.wait_failover, master)
+            client = open_sync(url if master.port != cluster.nodes[0].port else cluster.nodes_alive()[0].url)
+            try:
+                return await queued_in_every_stream_and_acknowledged(client)
+            finally:
+                client.close()
 
     try:
         assert asyncio.run(run()) == dict.fromkeys(CALL_STREAMS, 0)
