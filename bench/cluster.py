@@ -459,15 +459,22 @@ def reset_command_stats(side: Side) -> None:
         client.config_resetstat()
 
 
-def command_costs(side: Side, names: tuple[str, ...] = ("evalsha", "publish", "xadd", "hget")) -> dict[str, Any]:
-    """Redis's own time per call of the move path's commands since the last reset, over the
-    masters (``INFO commandstats``: the command's execution, not reading or answering it)."""
+def command_totals(side: Side) -> dict[str, list[float]]:
+    """Each command's calls and Redis's own µs on them since the last reset, over the masters
+    (``INFO commandstats``: the command's execution, not reading or answering it)."""
     calls: dict[str, list[float]] = {}
     for client in side.master_clients:
         for name, row in client.info("commandstats").items():
             total = calls.setdefault(name.removeprefix("cmdstat_"), [0, 0.0])
             total[0] += row["calls"]
             total[1] += row["usec"]
+    return calls
+
+
+def command_costs(side: Side, names: tuple[str, ...] = ("evalsha", "publish", "xadd", "hget")) -> dict[str, Any]:
+    """Redis's own time per call of the move path's commands since the last reset, over the
+    masters (:func:`command_totals`)."""
+    calls = command_totals(side)
     return {name: round(calls[name][1] / calls[name][0], 1) for name in names if calls.get(name, [0])[0]}
 
 
@@ -543,12 +550,7 @@ def bench_commit_replicas(
         moves = asyncio.run(interleaved([no_wait, wait], clients, seconds, seed, slice_seconds))
         moves.pop("finished")
         requests = moves.pop("requests")
-        calls: dict[str, list[float]] = {}
-        for client in no_wait.master_clients:
-            for name, row in client.info("commandstats").items():
-                total = calls.setdefault(name.removeprefix("cmdstat_"), [0, 0.0])
-                total[0] += row["calls"]
-                total[1] += row["usec"]
+        calls = command_totals(no_wait)
         wait_calls, wait_usec = calls.get("wait", [0, 0.0])
         evalsha_calls = calls.get("evalsha", [0, 0.0])[0]
         on_cluster = compare == "wait"
