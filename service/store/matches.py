@@ -705,14 +705,6 @@ class MatchStore:
         await self._resync_due(keys=[match_key(match_id), match_home_key(match_id, "deadlines")],
                                args=[match_id, version, due])
 
-    async def set_due(self, match_id: str, due_ms: int | None) -> None:
-        """Put a match in the sweeper's index at ``due_ms`` (out of it for None)."""
-        key = match_home_key(match_id, "deadlines")
-        if due_ms is None:
-            await self.redis.zrem(key, match_id)
-        else:
-            await self.redis.zadd(key, {match_id: due_ms})
-
     async def earliest_deadlines(self, homes: Sequence[int | None], count: int) -> list[list[tuple[str, int]]]:
         """Each home's ``count`` earliest entries in the sweeper's index (match, when due),
         earliest first: one pipelined round, which the cluster client sends each node at once."""

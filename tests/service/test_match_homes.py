@@ -120,7 +120,7 @@ def test_set_hooked_marks_and_unmarks_a_bot_of_an_existing_match_only(services):
                                      (alice, False, f"|{bob}|"), (bob, False, "|")):
             assert await store.set_hooked(match.id, bot_id, on)
             assert await services.redis.hget(match_key(match.id), "hooked") == expected.encode()
-        await store.set_due(match.id, None)
+        await services.redis.zrem(match_home_key(match.id, "deadlines"), match.id)
         await services.redis.zrem(match_home_key(match.id, "live"), match.id)
 
     run(services, work())
@@ -263,7 +263,7 @@ def test_the_sweeper_reads_the_homes_earliest_deadlines_in_one_round(services):
     async def work() -> None:
         try:  # (other tests' matches are due at today's times, much later than these)
             for n, match_id in enumerate(spread + crowded):
-                await store.set_due(match_id, 1000 + n)
+                await services.redis.zadd(match_home_key(match_id, "deadlines"), {match_id: 1000 + n})
             read = await store.earliest_deadlines(list(range(40)) + [50], PER_HOME)
             assert [rows[0] for rows in read[:40]] == [(match_id, 1000 + n) for n, match_id in enumerate(spread)]
             assert read[40] == [(match_id, 1040 + n) for n, match_id in enumerate(crowded[:PER_HOME])]
@@ -277,7 +277,7 @@ def test_the_sweeper_reads_the_homes_earliest_deadlines_in_one_round(services):
             assert await sweeper.sweep() <= now_ms() + 1000 * TRUST_SECONDS
         finally:
             for match_id in spread + crowded:
-                await store.set_due(match_id, None)
+                await services.redis.zrem(match_home_key(match_id, "deadlines"), match_id)
 
     run(services, work())
 
@@ -309,7 +309,7 @@ def test_the_live_listing_merges_every_homes_set_newest_first_paged_without_skip
             assert listed == expected
         finally:
             for match in matches:
-                await store.set_due(match.id, None)
+                await services.redis.zrem(match_home_key(match.id, "deadlines"), match.id)
             await store.settled([(m.id, True) for m in matches])  # off the live sets, keys expiring
 
     run(services, work())
