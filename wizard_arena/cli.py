@@ -192,7 +192,7 @@ def _run_api(
 
     app = create_app(settings)  # connects nothing: its lifespan does
     config = uvicorn.Config(app, timeout_graceful_shutdown=DRAIN_SECONDS, **options)  # type: ignore[arg-type]
-    DrainingServer(config, app.state.drain).run(sockets=None if fd is None else [socket.socket(fileno=fd)])
+    DrainingServer(config, app.state.drain, app.state.stop_starting).run(sockets=None if fd is None else [socket.socket(fileno=fd)])
 
 
 def _serve(args: argparse.Namespace) -> None:

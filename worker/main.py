@@ -18,7 +18,7 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from rq import Queue, Worker, worker_registration
 
-from service.domain.services import Services
+from service.domain.services import Services, StoppedWhileStarting
 from service.health import host_name
 from service.outage import Outage
 from service.settings import Settings
@@ -50,7 +50,10 @@ class ClockThread(threading.Thread):
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stop_event = asyncio.Event()
-        services = await Services.start(self.settings, role="worker")
+        try:
+            services = await Services.start(self.settings, role="worker", stopping=self._stop_event)
+        except StoppedWhileStarting:
+            return
         queue = JobQueue(jobs_url(self.settings))
         dispatcher = asyncio.create_task(Dispatcher(services).run(self._stop_event))
         self.ready.set()

@@ -42,7 +42,7 @@ from service.api.graphql.context import RequestContext
 from service.api.graphql.schema import OPERATION_SCOPE_KEY, build_schema, root_fields
 from service.api.pages import Pages
 from service.api.rate_limit_headers import EXPOSED, RateLimitHeaders
-from service.domain.services import Services
+from service.domain.services import Services, StoppedWhileStarting
 from service.errors import (
     ARCHIVE_AWAY,
     REDIS_AWAY,
@@ -571,9 +571,17 @@ def job_queue_client(settings: Settings) -> AsyncRedis | None:
 def create_app(settings: Settings | None = None) -> Starlette:
     settings = settings or Settings()
 
+    #: set when the process is told to stop before its start-up is over (DrainingServer)
+    stopping = asyncio.Event()
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        services = await Services.start(settings, metrics)
+        try:
+            services = await Services.start(settings, metrics, stopping=stopping)
+        except StoppedWhileStarting as stopped:
+            log.info("stopped before serving: %s", stopped)
+            yield  # nothing started: uvicorn, told to exit, stops after its start-up
+            return
         app.state.services = services
         app.state.queue = job_queue_client(settings)
         # Everything imported so far lives as long as the process: keep it out of the
@@ -666,5 +674,10 @@ def create_app(settings: Settings | None = None) -> Starlette:
             services.matches.feed.drain()
         await going_away.drain()
 
+    def stop_starting() -> None:
+        """Called from a signal handler, on the loop's thread: wakes the start-up's wait."""
+        asyncio.get_running_loop().call_soon_threadsafe(stopping.set)
+
     app.state.drain = drain
+    app.state.stop_starting = stop_starting
     return app

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import Awaitable, Callable
+from types import FrameType
 
 import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -63,11 +64,19 @@ class GoingAway:
 
 
 class DrainingServer(uvicorn.Server):
-    """uvicorn's server, which drains the app (``drain``) once it has stopped accepting."""
+    """uvicorn's server, which drains the app (``drain``) once it has stopped accepting; told
+    to stop while its start-up still waits (for Redis), it stops that wait (``stop_starting``)."""
 
-    def __init__(self, config: uvicorn.Config, drain: Callable[[], Awaitable[None]]) -> None:
+    def __init__(self, config: uvicorn.Config, drain: Callable[[], Awaitable[None]],
+                 stop_starting: Callable[[], None]) -> None:
         super().__init__(config)
         self._drain = drain
+        self._stop_starting = stop_starting
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        super().handle_exit(sig, frame)
+        if not self.started:
+            self._stop_starting()
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         for server in self.servers:  # no new connection from here on (uvicorn closes them again)

@@ -57,6 +57,10 @@ HOUSE_PLAY_ROLES = ("worker", "job")
 POOL_WAIT_SECONDS = 10.0
 
 
+class StoppedWhileStarting(Exception):
+    """The process was told to stop while its start-up waited for Redis: nothing was started."""
+
+
 @dataclass
 class Services:
     settings: Settings
@@ -76,19 +80,28 @@ class Services:
     outages: Outages | None = None
 
     @classmethod
-    async def start(cls, settings: Settings, metrics: Metrics | None = None, role: str = "api") -> Services:
+    async def start(cls, settings: Settings, metrics: Metrics | None = None, role: str = "api",
+                    stopping: asyncio.Event | None = None) -> Services:
         """The services of a process starting (:meth:`open`), once Redis holds the key layout
         they read: the start-up step (``service.store.upgrade``) has run before anything else
-        touches Redis. Redis away: waited for (said once in the log), tried with back-off."""
+        touches Redis. Redis away: waited for (said once in the log), tried with back-off,
+        until ``stopping`` is set (:class:`StoppedWhileStarting`: a process told to stop
+        meanwhile stops at once, rather than once Redis is back)."""
         services = cls.open(settings, metrics, role)
         outage = Outage("Redis", log)
+        stopping = stopping or asyncio.Event()
         try:
             while True:
                 try:
                     await upgrade_layout(services.redis)
                     break
                 except REDIS_AWAY as error:
-                    await asyncio.sleep(outage.failed(error))
+                    try:
+                        async with asyncio.timeout(outage.failed(error)):
+                            await stopping.wait()
+                    except TimeoutError:
+                        continue
+                    raise StoppedWhileStarting(f"told to stop while {outage.what} was away") from error
         except BaseException:
             await services.close()
             raise

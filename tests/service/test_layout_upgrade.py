@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -248,3 +249,24 @@ def test_an_api_started_while_redis_is_away_waits_for_it_before_it_serves(tmp_pa
             api.close()
             api.process.stop()
         server.stop()
+
+
+def test_an_api_told_to_stop_while_redis_is_away_stops_without_waiting_for_it(tmp_path: Path) -> None:
+    """SIGTERM (an operator's `docker compose stop`, a rolling restart) reaches an API whose
+    start-up still waits for Redis: it stops then, cleanly, rather than once Redis is back (before,
+    uvicorn noted the signal and went on waiting in the app's start-up)."""
+    url = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    api = Process(["serve", "--port", str(free_port()), "--log-level", "info"], started_env(url), tmp_path / "serve.log")
+    try:
+        wait_until(lambda: "Redis is unavailable" in api.output(), "the API to say it waits for Redis",
+                   explain=api.output)
+        api.popen.terminate()
+        try:
+            api.popen.wait(timeout=15)  # a bound, not a measurement: it stops at once
+        except subprocess.TimeoutExpired:
+            pytest.fail("the API went on waiting for Redis after SIGTERM:\n" + api.output())
+        log = api.output()
+        assert "stopped before serving: told to stop while Redis was away" in log, log
+        assert "Traceback" not in log, log
+    finally:
+        api.stop()
