@@ -21,6 +21,8 @@ import itertools
 import json
 import os
 import random
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -28,7 +30,17 @@ import redis
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
-from bench.service import HttpConnection, _gql, _register, percentile, process_cpu_seconds, running_server
+from bench.service import (
+    HttpConnection,
+    _free_port,
+    _gql,
+    _register,
+    _wait_healthy,
+    percentile,
+    process_cpu_seconds,
+    running_server,
+)
+from service.store.embedded_redis import stop_processes
 
 PROTOCOL = "graphql-transport-ws"
 TURNS = "subscription { myTurns { id version legalMoves { bid card trump } } }"
@@ -163,7 +175,29 @@ async def idle(host: str, port: int, redis_url: str, server_pid: int, bots: int,
         "idle_cpu_percent_of_a_core": round(((cpu_after or 0) - (cpu_before or 0)) / elapsed * 100, 2),
     }
     await asyncio.gather(*(b.close() for b in subscribed))
-    return result
+    return {**result, "floor_kb_per_websocket": round(await _floor_kb_per_websocket(bots), 1)}
+
+
+async def _floor_kb_per_websocket(count: int) -> float:
+    """Memory per idle WebSocket of the server alone (``bench.ws_floor``: uvicorn as `serve`
+    runs it, an app that accepts and waits), ``count`` of them opened as the bots' were."""
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-m", "bench.ws_floor", str(port)])
+    sockets: list[ClientConnection] = []
+    try:
+        _wait_healthy("127.0.0.1", port)
+        before_mb = _rss_mb(server.pid)
+        url = f"ws://127.0.0.1:{port}/"
+        for start in range(0, count, 200):  # a few hundred handshakes at a time, as _open_all
+            sockets += await asyncio.gather(*(
+                connect(url, subprotocols=[Subprotocol(PROTOCOL)], open_timeout=60, ping_interval=None, max_size=2**22)
+                for _ in range(min(200, count - start))
+            ))
+        await asyncio.sleep(1.0)  # as for the bots: let the handshakes' work end
+        return (_rss_mb(server.pid) - before_mb) * 1024 / count
+    finally:
+        await asyncio.gather(*(ws.close() for ws in sockets))
+        stop_processes([server], 15)
 
 
 async def play(
