@@ -25,6 +25,7 @@ from __future__ import annotations
 from functools import lru_cache
 from math import comb
 from random import Random
+from typing import TYPE_CHECKING
 
 from wizard.bots import HeuristicBot
 from wizard.cards import CODE_MASK, JESTER_MASK, SUIT_LETTERS, SUIT_MASK, WIZARD_MASK, cards_of, mask_of
@@ -33,6 +34,10 @@ from wizard.moves import Move
 from wizard.rules import MatchConfig, Phase, Ruleset, Variant
 from wizard.state import MatchState, deal_round, fields_of, single_suit_pile, state_of_fields, undealt_match
 from wizard.views import MatchView, Play, Trick
+
+if TYPE_CHECKING:
+    # mypyc's native 64-bit int, in annotations only (see wizard.shuffle)
+    from mypy_extensions import i64
 
 #: Stands in the sampled state's move log for each move of an earlier round: the viewer
 #: does not know them, but the count keeps ``moves_made`` equal to the view's.
@@ -75,7 +80,8 @@ def sample_state(view: MatchView, rng: Random) -> MatchState:
         last_trick=None if view.last_trick is None else _trick_ids(view.last_trick, config),
     )
     plays = [p for t in view.completed_tricks for p in t.plays] + list(view.current_trick)
-    hands, trump = _dealt_hands(view, config, plays, rng)
+    masks, trump = _dealt_hands(view, config, plays, rng)
+    hands = [cards_of(h) for h in masks]
     start = view.dealer + 1
     order = [hands[(start + k) % n][k // n] for k in range(n * view.hand_size)]
     deal_round(state, view.round, view.dealer, order if trump is None else [*order, trump])
@@ -91,8 +97,7 @@ def sample_hands(view: MatchView, rng: Random) -> list[int]:
     :func:`sample_state` draws them: the part of a determinization that search within the
     round needs, without a state to build (the view's bids must then be all it needs)."""
     plays = [p for t in view.completed_tricks for p in t.plays] + list(view.current_trick)
-    hands, _ = _dealt_hands(view, _config_of(view), plays, rng)
-    held = [mask_of(cards) for cards in hands]
+    held, _ = _dealt_hands(view, _config_of(view), plays, rng)
     for play in plays:  # (a W or J played: any copy of it, the hand holds the others)
         seat_hand = held[play.seat]
         copy = CODE_MASK[play.card] & seat_hand
@@ -130,11 +135,9 @@ def _take(code: str, within: int, taken: int) -> int:
     return free & -free
 
 
-def _dealt_hands(
-    view: MatchView, config: MatchConfig, plays: list[Play], rng: Random
-) -> tuple[list[list[int]], int | None]:
-    """Every seat's cards as dealt this round (shown or played ones as the view has them,
-    hidden ones sampled) and the turned trump card."""
+def _dealt_hands(view: MatchView, config: MatchConfig, plays: list[Play], rng: Random) -> tuple[list[int], int | None]:
+    """Every seat's cards as dealt this round, as bit masks (shown or played ones as the view
+    has them, hidden ones sampled), and the turned trump card."""
     n = view.players
     deck = config.deck.mask
     piles = [mask_of(single_suit_pile(s)) for s in range(n)] if config.single_suit else [deck] * n
@@ -166,7 +169,7 @@ def _dealt_hands(
         for s, hand in dealt.items():
             hands[s] |= hand
     card = trump.bit_length() - 1 if trump else None
-    return [list(cards_of(h)) for h in hands], card
+    return hands, card
 
 
 def _voids(view: MatchView) -> list[int]:
@@ -214,13 +217,12 @@ def _deal_hidden(
             ways = comb(open_.bit_count(), count)
             if not ways or rng.random() * top >= ways:
                 break
-            hands[seat] = hand = mask_of(rng.sample(list(cards_of(open_)), count))
+            hands[seat] = hand = _draw(open_, count, rng)
             left ^= hand
         else:
-            cards = rng.sample(list(cards_of(left)), sum(c for _, c in free))
             for seat, count in free:
-                hands[seat] = mask_of(cards[:count])
-                del cards[:count]
+                hands[seat] = hand = _draw(left, count, rng)
+                left ^= hand
             return hands
     return _deal_by_flow(pool, needs, rng)
 
@@ -261,11 +263,26 @@ def _deal_by_flow(pool: int, needs: list[tuple[int, int, int]], rng: Random) -> 
     for i, (seat, _, _) in enumerate(needs):
         hand = 0
         for k in range(6):
-            chosen = mask_of(rng.sample(list(cards_of(kinds[k])), flow[1 + k][7 + i]))
+            chosen = _draw(kinds[k], flow[1 + k][7 + i], rng)
             kinds[k] ^= chosen
             hand |= chosen
         hands[seat] = hand
     return hands
+
+
+def _draw(pool: int, count: int, rng: Random) -> int:
+    """``count`` cards of the mask ``pool``, drawn uniformly (a partial Fisher-Yates), as a
+    mask: for each card, the one at a random place among those left."""
+    cards = cards_of(pool)
+    left = len(cards)
+    hand: i64 = 0
+    for _ in range(count):
+        k = int(rng.random() * left)
+        left -= 1
+        card = cards[k]
+        cards[k] = cards[left]
+        hand |= 1 << card
+    return hand
 
 
 def _path(parent: dict[int, int], node: int) -> list[int]:

@@ -18,7 +18,7 @@ import pytest
 
 from tests.engine.compiled import ROOT, build_compiled_engine
 
-HOT_MODULES = ("wizard.tricks", "wizard.shuffle", "wizard.playout")
+HOT_MODULES = ("wizard.tricks", "wizard.shuffle", "wizard.playout", "wizard.sampling", "wizard.search")
 
 
 @pytest.fixture(scope="session")
