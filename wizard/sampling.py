@@ -79,9 +79,10 @@ def sample_state(view: MatchView, rng: Random) -> MatchState:
         # the last trick of the round before, until one is done
         last_trick=None if view.last_trick is None else _trick_ids(view.last_trick, config),
     )
-    plays = [p for t in view.completed_tricks for p in t.plays] + list(view.current_trick)
-    masks, trump = _dealt_hands(view, config, plays, rng)
-    hands = [cards_of(h) for h in masks]
+    plays = _plays(view)
+    deal = RoundDeal(view, config, plays)
+    trump = deal.trump
+    hands = [cards_of(h) for h in deal.draw(rng)]
     start = view.dealer + 1
     order = [hands[(start + k) % n][k // n] for k in range(n * view.hand_size)]
     deal_round(state, view.round, view.dealer, order if trump is None else [*order, trump])
@@ -95,14 +96,20 @@ def sample_state(view: MatchView, rng: Random) -> MatchState:
 def sample_hands(view: MatchView, rng: Random) -> list[int]:
     """Every seat's cards in hand now, as bit masks of card ids, the hidden ones drawn as
     :func:`sample_state` draws them: the part of a determinization that search within the
-    round needs, without a state to build (the view's bids must then be all it needs)."""
-    plays = [p for t in view.completed_tricks for p in t.plays] + list(view.current_trick)
-    held, _ = _dealt_hands(view, _config_of(view), plays, rng)
-    for play in plays:  # (a W or J played: any copy of it, the hand holds the others)
-        seat_hand = held[play.seat]
-        copy = CODE_MASK[play.card] & seat_hand
-        held[play.seat] = seat_hand ^ (copy & -copy)
-    return held
+    round needs, without a state to build (the view's bids must then be all it needs).
+    To draw many from one view, :func:`round_deal`'s :meth:`~RoundDeal.draw_held` reads the
+    view once."""
+    return round_deal(view).draw_held(rng)
+
+
+def round_deal(view: MatchView) -> RoundDeal:
+    """This round's deal as ``view`` shows it, to draw the hidden cards from."""
+    return RoundDeal(view, _config_of(view), _plays(view))
+
+
+def _plays(view: MatchView) -> list[Play]:
+    """This round's cards played so far, in order."""
+    return [p for t in view.completed_tricks for p in t.plays] + list(view.current_trick)
 
 
 def _config_of(view: MatchView) -> MatchConfig:
@@ -135,41 +142,59 @@ def _take(code: str, within: int, taken: int) -> int:
     return free & -free
 
 
-def _dealt_hands(view: MatchView, config: MatchConfig, plays: list[Play], rng: Random) -> tuple[list[int], int | None]:
-    """Every seat's cards as dealt this round, as bit masks (shown or played ones as the view
-    has them, hidden ones sampled), and the turned trump card."""
-    n = view.players
-    deck = config.deck.mask
-    piles = [mask_of(single_suit_pile(s)) for s in range(n)] if config.single_suit else [deck] * n
-    taken = trump = 0
-    if view.trump_card is not None:
-        trump = _take(view.trump_card, deck, 0)
-        taken = trump
-    played = [0] * n
-    for p in plays:
-        bit = _take(p.card, piles[p.seat], taken)
-        played[p.seat] |= bit
-        taken |= bit
-    hands = list(played)
-    needs = []
-    for s, seat in enumerate(view.seats):
-        if seat.hand is None:
-            needs.append((s, view.hand_size - played[s].bit_count(), 0))
+class RoundDeal:
+    """This round's deal as a view shows it, read once: the cards each seat is seen to hold
+    or to have played, the turned trump card, and for each other seat how many cards it was
+    dealt that the view hides and which it cannot hold (:func:`_voids`). :meth:`draw` fills
+    in the hidden ones (uniformly among the deals that respect all that)."""
+
+    def __init__(self, view: MatchView, config: MatchConfig, plays: list[Play]) -> None:
+        n = view.players
+        deck = config.deck.mask
+        piles = [mask_of(single_suit_pile(s)) for s in range(n)] if config.single_suit else [deck] * n
+        taken = trump = 0
+        if view.trump_card is not None:
+            trump = _take(view.trump_card, deck, 0)
+            taken = trump
+        played = [0] * n
+        for p in plays:
+            bit = _take(p.card, piles[p.seat], taken)
+            played[p.seat] |= bit
+            taken |= bit
+        known = list(played)
+        needs = []
+        for s, seat in enumerate(view.seats):
+            if seat.hand is None:
+                needs.append((s, view.hand_size - played[s].bit_count()))
+            else:
+                for code in seat.hand:
+                    bit = _take(code, piles[s], taken)
+                    known[s] |= bit
+                    taken |= bit
+        #: by seat, the cards it is seen to hold or to have played, as masks
+        self.known = known
+        #: by seat, the cards it played this round
+        self.played = played
+        #: the turned trump card (None: none turned)
+        self.trump = trump.bit_length() - 1 if trump else None
+        if config.single_suit:  # each seat draws from its own pile, with no following to reveal voids
+            self.hidden = [_HiddenDraw(piles[s] & ~taken, [(s, need, 0)]) for s, need in needs]
         else:
-            for code in seat.hand:
-                bit = _take(code, piles[s], taken)
-                hands[s] |= bit
-                taken |= bit
-    if config.single_suit:  # each seat draws from its own pile, with no following to reveal voids
-        for s, need, _ in needs:
-            hands[s] |= _deal_hidden(piles[s] & ~taken, [(s, need, 0)], rng)[s]
-    else:
-        voids = _voids(view)
-        dealt = _deal_hidden(deck & ~taken, [(s, need, voids[s]) for s, need, _ in needs], rng)
-        for s, hand in dealt.items():
-            hands[s] |= hand
-    card = trump.bit_length() - 1 if trump else None
-    return hands, card
+            voids = _voids(view)
+            self.hidden = [_HiddenDraw(deck & ~taken, [(s, need, voids[s]) for s, need in needs])]
+
+    def draw(self, rng: Random) -> list[int]:
+        """Every seat's cards as dealt this round, as masks, the hidden ones drawn."""
+        hands = list(self.known)
+        for hidden in self.hidden:
+            for s, hand in hidden.draw(rng).items():
+                hands[s] |= hand
+        return hands
+
+    def draw_held(self, rng: Random) -> list[int]:
+        """Every seat's cards in hand now (as dealt, less those played), the hidden ones drawn."""
+        played = self.played
+        return [hand ^ played[s] for s, hand in enumerate(self.draw(rng))]
 
 
 def _voids(view: MatchView) -> list[int]:
@@ -192,39 +217,53 @@ def _deal_hidden(
     pool: int, needs: list[tuple[int, int, int]], rng: Random, tries: int = REJECTION_TRIES
 ) -> dict[int, int]:
     """Hands from ``pool`` for ``needs``, a list of (seat, cards it holds, cards it cannot
-    hold), uniform among all the deals that respect them.
+    hold), uniform among all the deals that respect them (:class:`_HiddenDraw`)."""
+    return _HiddenDraw(pool, needs).draw(rng, tries)
+
+
+class _HiddenDraw:
+    """Hands from ``pool`` for ``needs``, a list of (seat, cards it holds, cards it cannot
+    hold), uniform among all the deals that respect them; what the draws share is worked
+    out once.
 
     Rejection sampling: the seats with a void draw first, each uniformly from the cards it
     may hold; a proposal is kept with probability ``prod C(a_k, c_k) / C(b_k, c_k)`` (``a_k``
     cards were open to seat k when it drew ``c_k``, ``b_k`` bounds ``a_k``), which cancels
     the proposal's bias exactly. The other seats then split what is left.
     """
-    banned = [(s, c, pool & ~ban) for s, c, ban in needs if c and ban & pool]
-    banned.sort(key=lambda x: x[2].bit_count())
-    free = [(s, c) for s, c, ban in needs if not (c and ban & pool)]
-    tops = []
-    drawn = 0
-    for k, (_, count, allowed) in enumerate(banned):
-        # the seats before k take at least this many cards seat k could have held
-        lost = sum(max(0, c - (a & ~allowed).bit_count()) for _, c, a in banned[:k])
-        tops.append(comb(min(allowed.bit_count() - lost, pool.bit_count() - drawn), count))
-        drawn += count
-    for _ in range(tries):
-        left = pool
-        hands: dict[int, int] = {}
-        for (seat, count, allowed), top in zip(banned, tops, strict=True):
-            open_ = left & allowed
-            ways = comb(open_.bit_count(), count)
-            if not ways or rng.random() * top >= ways:
-                break
-            hands[seat] = hand = _draw(open_, count, rng)
-            left ^= hand
-        else:
-            for seat, count in free:
-                hands[seat] = hand = _draw(left, count, rng)
+
+    def __init__(self, pool: int, needs: list[tuple[int, int, int]]) -> None:
+        self.pool = pool
+        self.needs = needs
+        banned = [(s, c, pool & ~ban) for s, c, ban in needs if c and ban & pool]
+        banned.sort(key=lambda x: x[2].bit_count())
+        self.banned = banned
+        self.free = [(s, c) for s, c, ban in needs if not (c and ban & pool)]
+        self.tops: list[int] = []
+        drawn = 0
+        for k, (_, count, allowed) in enumerate(banned):
+            # the seats before k take at least this many cards seat k could have held
+            lost = sum(max(0, c - (a & ~allowed).bit_count()) for _, c, a in banned[:k])
+            self.tops.append(comb(min(allowed.bit_count() - lost, pool.bit_count() - drawn), count))
+            drawn += count
+
+    def draw(self, rng: Random, tries: int = REJECTION_TRIES) -> dict[int, int]:
+        for _ in range(tries):
+            left = self.pool
+            hands: dict[int, int] = {}
+            for (seat, count, allowed), top in zip(self.banned, self.tops, strict=True):
+                open_ = left & allowed
+                ways = comb(open_.bit_count(), count)
+                if not ways or rng.random() * top >= ways:
+                    break
+                hands[seat] = hand = _draw(open_, count, rng)
                 left ^= hand
-            return hands
-    return _deal_by_flow(pool, needs, rng)
+            else:
+                for seat, count in self.free:
+                    hands[seat] = hand = _draw(left, count, rng)
+                    left ^= hand
+                return hands
+        return _deal_by_flow(self.pool, self.needs, rng)
 
 
 def _deal_by_flow(pool: int, needs: list[tuple[int, int, int]], rng: Random) -> dict[int, int]:
@@ -271,17 +310,22 @@ def _deal_by_flow(pool: int, needs: list[tuple[int, int, int]], rng: Random) -> 
 
 
 def _draw(pool: int, count: int, rng: Random) -> int:
-    """``count`` cards of the mask ``pool``, drawn uniformly (a partial Fisher-Yates), as a
-    mask: for each card, the one at a random place among those left."""
-    cards = cards_of(pool)
-    left = len(cards)
+    """``count`` cards of the mask ``pool``, drawn uniformly one by one, as a mask: each the
+    card at a random place among those left (found by dropping the lower ones: no list of
+    the cards to build)."""
+    left = pool.bit_count()
+    rest: i64 = pool
     hand: i64 = 0
     for _ in range(count):
-        k = int(rng.random() * left)
+        place = int(rng.random() * left)
         left -= 1
-        card = cards[k]
-        cards[k] = cards[left]
-        hand |= 1 << card
+        mask: i64 = rest
+        while place:
+            mask &= mask - 1
+            place -= 1
+        bit: i64 = mask & -mask
+        hand |= bit
+        rest ^= bit
     return hand
 
 

@@ -39,7 +39,7 @@ import time
 from functools import lru_cache
 from math import log, sqrt
 from random import Random
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from wizard.bots import HeuristicBot, HouseBot, closest_bid
 from wizard.cards import (
@@ -57,7 +57,7 @@ from wizard.cards import (
 )
 from wizard.moves import ACTION_BID, ACTION_TRUMP, Move
 from wizard.rules import MatchConfig, Phase, Variant, legal_bids, score_round
-from wizard.sampling import sample_hands, sample_state
+from wizard.sampling import RoundDeal, round_deal, sample_state
 from wizard.state import NO_SEAT, MatchState, fields_of
 from wizard.tricks import LEAD_OPEN, lead_after, playable, trick_table
 from wizard.views import MatchView
@@ -202,18 +202,18 @@ class _Round:
         """The round as ``view`` shows it, with ``hands`` (:func:`~wizard.sampling.sample_hands`)
         for the cards it hides: while bidding (a bid hidden from the view is made anew, by
         the model), or while cards are played in sight of every bid."""
+        return cls.shown_by(view, config).dealt(view, hands)
+
+    @classmethod
+    def shown_by(cls, view: MatchView, config: MatchConfig) -> _Round:
+        """The round as ``view`` shows it, no card in any hand yet: :meth:`dealt` deals a copy
+        (the view is read once for all the determinizations of a decision)."""
         trump = None if view.trump_suit is None else int(view.trump_suit)
         play = cls(_RoundRules(config, trump, view.dealer, view.hand_size), {})
-        play.hands = hands
+        play.hands = [0] * view.players
         play.bids = [s.bid for s in view.seats]
         play.tricks = [s.tricks for s in view.seats]
         play.bidding = view.phase is Phase.BID
-        if play.bidding:  # the model's estimates, from the hands as dealt (none is played yet)
-            play.estimates = {
-                s: _MODEL.expected_tricks(view, [card_code(c) for c in cards_of(hands[s])])
-                for s, bid in enumerate(play.bids)
-                if bid is None
-            }
         play.lead = LEAD_OPEN
         play.left = view.hand_size - len(view.completed_tricks)
         play.trick_size = 0
@@ -221,6 +221,20 @@ class _Round:
         for p in view.current_trick:
             play.note_card(p.seat, world_card(p.card))
         play.to_act = NO_SEAT if view.to_act is None else view.to_act
+        return play
+
+    def dealt(self, view: MatchView, hands: list[int]) -> _Round:
+        """A copy of this round (:meth:`shown_by` ``view``) with ``hands``, and while bidding
+        the model's estimates for each seat yet to bid, from its hand as dealt (none is
+        played yet)."""
+        play = self.copy()
+        play.hands = hands
+        if play.bidding:
+            play.estimates = {
+                s: _MODEL.expected_tricks(view, [card_code(c) for c in cards_of(hands[s])])
+                for s, bid in enumerate(play.bids)
+                if bid is None
+            }
         return play
 
     def copy(self) -> _Round:
@@ -430,6 +444,7 @@ def search_move(
         root.children[k] = _Node()
     choosing_trump = view.phase is Phase.CHOOSE_TRUMP
     config = MatchConfig.create(view.ruleset, view.players, view.variants)
+    determinizer = None if choosing_trump else _Determinizer(view, config)
     deadline = time.perf_counter() + seconds
     done = 0
     while True:
@@ -440,7 +455,8 @@ def search_move(
                 after.apply_action(me, key)
                 search.iterate(root.children[key], _Round.of_state(after, _estimates(after)))
         else:
-            start = _sampled_round(view, config, rng)
+            assert determinizer is not None
+            start = determinizer.round(rng)
             for key in keys:
                 play = start.copy()
                 play.apply(me, _actual(play, me, key))
@@ -455,16 +471,26 @@ def search_move(
     return candidates[best]
 
 
-def _sampled_round(view: MatchView, config: MatchConfig, rng: Random) -> _Round:
-    """A determinization of the round: the hidden hands are all there is to draw
-    (:func:`~wizard.sampling.sample_hands`, cheap) while bidding, and while cards are played
-    in sight of every bid; otherwise (SECRET_BIDS' play, CLAIRVOYANCE's round 1) a whole
-    state (:func:`~wizard.sampling.sample_state`: the hidden bids guessed from the hands)."""
-    bidding = view.phase is Phase.BID
-    if (bidding and view.hand is not None) or (not bidding and all(s.bid is not None for s in view.seats)):
-        return _Round.of_view(view, config, sample_hands(view, rng))
-    world = sample_state(view, rng)
-    return _Round.of_state(world, _estimates(world))
+class _Determinizer:
+    """Determinizations of one view's round: the hidden hands are all there is to draw
+    (:class:`~wizard.sampling.RoundDeal`, cheap; it and the round as shown are read from the
+    view once) while bidding, and while cards are played in sight of every bid; otherwise
+    (SECRET_BIDS' play, CLAIRVOYANCE's round 1) a whole state
+    (:func:`~wizard.sampling.sample_state`: the hidden bids guessed from the hands)."""
+
+    def __init__(self, view: MatchView, config: MatchConfig) -> None:
+        self.view = view
+        bidding = view.phase is Phase.BID
+        self.deal: RoundDeal | None = None
+        if (bidding and view.hand is not None) or (not bidding and all(s.bid is not None for s in view.seats)):
+            self.deal = round_deal(view)
+            self.shown = _Round.shown_by(view, config)
+
+    def round(self, rng: Random) -> _Round:
+        if self.deal is not None:
+            return self.shown.dealt(self.view, self.deal.draw_held(rng))
+        world = sample_state(self.view, rng)
+        return _Round.of_state(world, _estimates(world))
 
 
 def _estimates(world: MatchState) -> dict[int, float]:
