@@ -11,6 +11,11 @@ Settings (``--setting``, repeat for several):
 - ``example``: two SEARCH seats against two of ``examples/search_bot.py``'s SearchBot,
   seated alternately, both with the same time per decision (``--example-seconds``);
 - ``junior``, ``hidden``: as ``heuristic`` in WIZARD_JUNIOR and in WIZARD with HIDDEN_BIDS.
+
+``--iterations`` measures speed instead of strength: the CPU time of an iteration of the
+search, with a node budget, on the same views of bids and plays in every run
+(:func:`bench_iterations`); run it with and without ``PYTHONPATH=build/compiled`` (or
+``WIZARD_PURE_PYTHON=1``) to compare the builds.
 """
 
 from __future__ import annotations
@@ -127,7 +132,7 @@ def decision_views(matches: int = 2, rounds: tuple[int, ...] = (3, 6, 9, 12, 15)
 
 
 def bench_iterations(nodes: int = 200, runs: int = 3) -> dict[str, Any]:
-    """Microseconds per search iteration (``nodes`` per decision, deterministic), median over
+    """CPU microseconds per search iteration (``nodes`` per decision, deterministic), median over
     the bids and over the card plays of :func:`decision_views`, each view searched ``runs``
     times: what a build's speed gives SEARCH in a fixed time."""
     from wizard import COMPILED
@@ -137,9 +142,9 @@ def bench_iterations(nodes: int = 200, runs: int = 3) -> dict[str, Any]:
     per: dict[str, list[float]] = {"bids": [], "cards": []}
     for _ in range(runs):
         for k, view in enumerate(views):
-            start = time.perf_counter()
+            start = time.process_time()  # (CPU time: the machine's other load counts less)
             SearchBot(nodes=nodes).act(view, random.Random(k))
-            per["bids" if view.phase is Phase.BID else "cards"].append((time.perf_counter() - start) / nodes * 1e6)
+            per["bids" if view.phase is Phase.BID else "cards"].append((time.process_time() - start) / nodes * 1e6)
     return {
         "benchmark": "search-iterations", "compiled": COMPILED, "nodes": nodes, "runs": runs,
         "machine": f"{os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}",
