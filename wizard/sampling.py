@@ -5,7 +5,8 @@ undealt cards and, under HIDDEN_BIDS or SECRET_BIDS, some bids are hidden from i
 :func:`sample_state` fills them in at random, consistently with everything the view shows,
 and returns a :class:`~wizard.state.MatchState` to copy, play on and score: the forward
 model of determinized Monte Carlo search. :func:`sample_hands` draws the hidden hands alone
-(bit masks, no state), for a search that stays within the round.
+(bit masks, no state), for a search that stays within the round; :func:`round_deal` reads
+the view once for many such draws.
 
 >>> import dataclasses, random
 >>> from wizard import MatchConfig, new_match
