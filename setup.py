@@ -1,8 +1,8 @@
 """The compiled engine: pyproject.toml holds the project; this file only adds the engine's
 hot modules compiled by mypyc (from the same typed Python) when they can be built.
 
-- ``COMPILED_MODULES`` are the modules a playout spends its time in, with no runtime
-  checks of their callers' types (see README, "The engine for bot authors": which and why);
+- ``COMPILED_MODULES`` are the modules a playout and the SEARCH house bot spend their time
+  in, with no runtime checks of their callers' types (see README, "The engine for bot authors": which and why);
   the others stay Python, also in a compiled install.
 - No compiler, no mypyc, or a failing build: a warning, and the pure-Python package
   (``wizard.COMPILED`` is False). ``WIZARD_PURE_PYTHON=1`` at build time skips compiling.
@@ -22,7 +22,9 @@ from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
 #: the modules mypyc compiles, as one group (one shared library, ``wizard__mypyc``)
-COMPILED_MODULES = ["wizard/tricks.py", "wizard/shuffle.py", "wizard/playout.py"]
+COMPILED_MODULES = [
+    "wizard/tricks.py", "wizard/shuffle.py", "wizard/playout.py", "wizard/sampling.py", "wizard/search.py",
+]
 
 
 class OptionalBuildExt(build_ext):

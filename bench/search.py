@@ -11,6 +11,11 @@ Settings (``--setting``, repeat for several):
 - ``example``: two SEARCH seats against two of ``examples/search_bot.py``'s SearchBot,
   seated alternately, both with the same time per decision (``--example-seconds``);
 - ``junior``, ``hidden``: as ``heuristic`` in WIZARD_JUNIOR and in WIZARD with HIDDEN_BIDS.
+
+``--iterations`` measures speed instead of strength: the CPU time of an iteration of the
+search, with a node budget, on the same views of bids and plays in every run
+(:func:`bench_iterations`); run it with and without ``PYTHONPATH=build/compiled`` (or
+``WIZARD_PURE_PYTHON=1``) to compare the builds.
 """
 
 from __future__ import annotations
@@ -87,6 +92,7 @@ def _setting(name: str, deals: int, seconds: float, nodes: int | None, example_s
         "opponent_mean_score": round(statistics.fmean(theirs), 1),
         "margin_per_match": round(mean, 1),
         "margin_ci95": None if half is None else [round(mean - half, 1), round(mean + half, 1)],
+        "margin_per_deal": [round(d, 2) for d in diffs],  # (to pool runs of several seeds)
         "seconds": round(time.perf_counter() - start, 1),
     }
 
@@ -104,4 +110,44 @@ def bench_search(
         "example_seconds": example,
         "machine": f"{os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}",
         **{name: _setting(name, deals, seconds, nodes, example, seed) for name in settings},
+    }
+
+
+def decision_views(matches: int = 2, rounds: tuple[int, ...] = (3, 6, 9, 12, 15)) -> list[MatchView]:
+    """Views of decisions with a choice (bids and cards) from HEURISTIC matches of 4-player
+    WIZARD, in the given rounds: the same views for every build and every run."""
+    config = MatchConfig.create("WIZARD", 4)
+    views = []
+    for m in range(matches):
+        rng = random.Random(m)
+        bot = HeuristicBot()
+        state = new_match(config, f"bench-search-views-{m}")
+        while not state.is_finished:
+            seat = state.awaiting()[0]
+            view = state.view(seat)
+            if view.round in rounds and len(view.legal_moves) > 1 and view.trump_card != "W":
+                views.append(view)
+            state.apply(seat, bot.act(view, rng))
+    return views
+
+
+def bench_iterations(nodes: int = 200, runs: int = 3) -> dict[str, Any]:
+    """CPU microseconds per search iteration (``nodes`` per decision, deterministic), median over
+    the bids and over the card plays of :func:`decision_views`, each view searched ``runs``
+    times: what a build's speed gives SEARCH in a fixed time."""
+    from wizard import COMPILED
+    from wizard.rules import Phase
+
+    views = decision_views()
+    per: dict[str, list[float]] = {"bids": [], "cards": []}
+    for _ in range(runs):
+        for k, view in enumerate(views):
+            start = time.process_time()  # (CPU time: the machine's other load counts less)
+            SearchBot(nodes=nodes).act(view, random.Random(k))
+            per["bids" if view.phase is Phase.BID else "cards"].append((time.process_time() - start) / nodes * 1e6)
+    return {
+        "benchmark": "search-iterations", "compiled": COMPILED, "nodes": nodes, "runs": runs,
+        "machine": f"{os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}",
+        **{f"{kind}_decisions": len(v) // runs for kind, v in per.items()},
+        **{f"{kind}_us_per_iteration": round(statistics.median(v), 1) for kind, v in per.items()},
     }

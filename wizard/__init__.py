@@ -13,8 +13,8 @@ through it.
 >>> playout(state, random.Random(1)).winners  # the rest of the match, all seats random
 (3,)
 
-The hot modules (:mod:`wizard.tricks`, :mod:`wizard.shuffle`, :mod:`wizard.playout`) may be
-compiled by mypyc: :data:`COMPILED` says whether they are, ``WIZARD_PURE_PYTHON=1`` forces
+The hot modules (:mod:`wizard.tricks`, :mod:`wizard.shuffle`, :mod:`wizard.playout`, and the
+search's :mod:`wizard.sampling`, :mod:`wizard.search`) may be compiled by mypyc: :data:`COMPILED` says whether they are, ``WIZARD_PURE_PYTHON=1`` forces
 the pure-Python ones (:mod:`wizard._build`).
 """
 

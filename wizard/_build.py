@@ -2,8 +2,9 @@
 pure-Python ones (:data:`COMPILED`).  ``wizard/__init__.py`` imports this module first.
 
 A compiled install (``pip install`` with a C compiler, see ``setup.py``) has an extension
-module beside the ``.py`` of :mod:`wizard.tricks`, :mod:`wizard.shuffle` and
-:mod:`wizard.playout`, which Python's import prefers.  ``WIZARD_PURE_PYTHON=1`` in the
+module beside the ``.py`` of :mod:`wizard.tricks`, :mod:`wizard.shuffle`,
+:mod:`wizard.playout`, :mod:`wizard.sampling` and :mod:`wizard.search`, which Python's import
+prefers.  ``WIZARD_PURE_PYTHON=1`` in the
 environment, before the first import of :mod:`wizard`, loads the ``.py`` files all the same
 (for a comparison, or to step through the engine in a debugger); so does a compiled module
 that cannot be loaded (built for another Python, or a part of it missing).

@@ -5,7 +5,8 @@ undealt cards and, under HIDDEN_BIDS or SECRET_BIDS, some bids are hidden from i
 :func:`sample_state` fills them in at random, consistently with everything the view shows,
 and returns a :class:`~wizard.state.MatchState` to copy, play on and score: the forward
 model of determinized Monte Carlo search. :func:`sample_hands` draws the hidden hands alone
-(bit masks, no state), for a search that stays within the round.
+(bit masks, no state), for a search that stays within the round; :func:`round_deal` reads
+the view once for many such draws.
 
 >>> import dataclasses, random
 >>> from wizard import MatchConfig, new_match
@@ -25,6 +26,7 @@ from __future__ import annotations
 from functools import lru_cache
 from math import comb
 from random import Random
+from typing import TYPE_CHECKING
 
 from wizard.bots import HeuristicBot
 from wizard.cards import CODE_MASK, JESTER_MASK, SUIT_LETTERS, SUIT_MASK, WIZARD_MASK, cards_of, mask_of
@@ -33,6 +35,10 @@ from wizard.moves import Move
 from wizard.rules import MatchConfig, Phase, Ruleset, Variant
 from wizard.state import MatchState, deal_round, fields_of, single_suit_pile, state_of_fields, undealt_match
 from wizard.views import MatchView, Play, Trick
+
+if TYPE_CHECKING:
+    # mypyc's native 64-bit int, in annotations only (see wizard.shuffle)
+    from mypy_extensions import i64
 
 #: Stands in the sampled state's move log for each move of an earlier round: the viewer
 #: does not know them, but the count keeps ``moves_made`` equal to the view's.
@@ -74,8 +80,10 @@ def sample_state(view: MatchView, rng: Random) -> MatchState:
         # the last trick of the round before, until one is done
         last_trick=None if view.last_trick is None else _trick_ids(view.last_trick, config),
     )
-    plays = [p for t in view.completed_tricks for p in t.plays] + list(view.current_trick)
-    hands, trump = _dealt_hands(view, config, plays, rng)
+    plays = _plays(view)
+    deal = RoundDeal(view, config, plays)
+    trump = deal.trump
+    hands = [cards_of(h) for h in deal.draw(rng)]
     start = view.dealer + 1
     order = [hands[(start + k) % n][k // n] for k in range(n * view.hand_size)]
     deal_round(state, view.round, view.dealer, order if trump is None else [*order, trump])
@@ -89,15 +97,20 @@ def sample_state(view: MatchView, rng: Random) -> MatchState:
 def sample_hands(view: MatchView, rng: Random) -> list[int]:
     """Every seat's cards in hand now, as bit masks of card ids, the hidden ones drawn as
     :func:`sample_state` draws them: the part of a determinization that search within the
-    round needs, without a state to build (the view's bids must then be all it needs)."""
-    plays = [p for t in view.completed_tricks for p in t.plays] + list(view.current_trick)
-    hands, _ = _dealt_hands(view, _config_of(view), plays, rng)
-    held = [mask_of(cards) for cards in hands]
-    for play in plays:  # (a W or J played: any copy of it, the hand holds the others)
-        seat_hand = held[play.seat]
-        copy = CODE_MASK[play.card] & seat_hand
-        held[play.seat] = seat_hand ^ (copy & -copy)
-    return held
+    round needs, without a state to build (the view's bids must then be all it needs).
+    To draw many from one view, :func:`round_deal`'s :meth:`~RoundDeal.draw_held` reads the
+    view once."""
+    return round_deal(view).draw_held(rng)
+
+
+def round_deal(view: MatchView) -> RoundDeal:
+    """This round's deal as ``view`` shows it, to draw the hidden cards from."""
+    return RoundDeal(view, _config_of(view), _plays(view))
+
+
+def _plays(view: MatchView) -> list[Play]:
+    """This round's cards played so far, in order."""
+    return [p for t in view.completed_tricks for p in t.plays] + list(view.current_trick)
 
 
 def _config_of(view: MatchView) -> MatchConfig:
@@ -130,43 +143,59 @@ def _take(code: str, within: int, taken: int) -> int:
     return free & -free
 
 
-def _dealt_hands(
-    view: MatchView, config: MatchConfig, plays: list[Play], rng: Random
-) -> tuple[list[list[int]], int | None]:
-    """Every seat's cards as dealt this round (shown or played ones as the view has them,
-    hidden ones sampled) and the turned trump card."""
-    n = view.players
-    deck = config.deck.mask
-    piles = [mask_of(single_suit_pile(s)) for s in range(n)] if config.single_suit else [deck] * n
-    taken = trump = 0
-    if view.trump_card is not None:
-        trump = _take(view.trump_card, deck, 0)
-        taken = trump
-    played = [0] * n
-    for p in plays:
-        bit = _take(p.card, piles[p.seat], taken)
-        played[p.seat] |= bit
-        taken |= bit
-    hands = list(played)
-    needs = []
-    for s, seat in enumerate(view.seats):
-        if seat.hand is None:
-            needs.append((s, view.hand_size - played[s].bit_count(), 0))
+class RoundDeal:
+    """This round's deal as a view shows it, read once: the cards each seat is seen to hold
+    or to have played, the turned trump card, and for each other seat how many cards it was
+    dealt that the view hides and which it cannot hold (:func:`_voids`). :meth:`draw` fills
+    in the hidden ones (uniformly among the deals that respect all that)."""
+
+    def __init__(self, view: MatchView, config: MatchConfig, plays: list[Play]) -> None:
+        n = view.players
+        deck = config.deck.mask
+        piles = [mask_of(single_suit_pile(s)) for s in range(n)] if config.single_suit else [deck] * n
+        taken = trump = 0
+        if view.trump_card is not None:
+            trump = _take(view.trump_card, deck, 0)
+            taken = trump
+        played = [0] * n
+        for p in plays:
+            bit = _take(p.card, piles[p.seat], taken)
+            played[p.seat] |= bit
+            taken |= bit
+        known = list(played)
+        needs = []
+        for s, seat in enumerate(view.seats):
+            if seat.hand is None:
+                needs.append((s, view.hand_size - played[s].bit_count()))
+            else:
+                for code in seat.hand:
+                    bit = _take(code, piles[s], taken)
+                    known[s] |= bit
+                    taken |= bit
+        #: by seat, the cards it is seen to hold or to have played, as masks
+        self.known = known
+        #: by seat, the cards it played this round
+        self.played = played
+        #: the turned trump card (None: none turned)
+        self.trump = trump.bit_length() - 1 if trump else None
+        if config.single_suit:  # each seat draws from its own pile, with no following to reveal voids
+            self.hidden = [_HiddenDraw(piles[s] & ~taken, [(s, need, 0)]) for s, need in needs]
         else:
-            for code in seat.hand:
-                bit = _take(code, piles[s], taken)
-                hands[s] |= bit
-                taken |= bit
-    if config.single_suit:  # each seat draws from its own pile, with no following to reveal voids
-        for s, need, _ in needs:
-            hands[s] |= _deal_hidden(piles[s] & ~taken, [(s, need, 0)], rng)[s]
-    else:
-        voids = _voids(view)
-        dealt = _deal_hidden(deck & ~taken, [(s, need, voids[s]) for s, need, _ in needs], rng)
-        for s, hand in dealt.items():
-            hands[s] |= hand
-    card = trump.bit_length() - 1 if trump else None
-    return [list(cards_of(h)) for h in hands], card
+            voids = _voids(view)
+            self.hidden = [_HiddenDraw(deck & ~taken, [(s, need, voids[s]) for s, need in needs])]
+
+    def draw(self, rng: Random) -> list[int]:
+        """Every seat's cards as dealt this round, as masks, the hidden ones drawn."""
+        hands = list(self.known)
+        for hidden in self.hidden:
+            for s, hand in hidden.draw(rng).items():
+                hands[s] |= hand
+        return hands
+
+    def draw_held(self, rng: Random) -> list[int]:
+        """Every seat's cards in hand now (as dealt, less those played), the hidden ones drawn."""
+        played = self.played
+        return [hand ^ played[s] for s, hand in enumerate(self.draw(rng))]
 
 
 def _voids(view: MatchView) -> list[int]:
@@ -189,40 +218,53 @@ def _deal_hidden(
     pool: int, needs: list[tuple[int, int, int]], rng: Random, tries: int = REJECTION_TRIES
 ) -> dict[int, int]:
     """Hands from ``pool`` for ``needs``, a list of (seat, cards it holds, cards it cannot
-    hold), uniform among all the deals that respect them.
+    hold), uniform among all the deals that respect them (:class:`_HiddenDraw`)."""
+    return _HiddenDraw(pool, needs).draw(rng, tries)
+
+
+class _HiddenDraw:
+    """Hands from ``pool`` for ``needs``, a list of (seat, cards it holds, cards it cannot
+    hold), uniform among all the deals that respect them; what the draws share is worked
+    out once.
 
     Rejection sampling: the seats with a void draw first, each uniformly from the cards it
     may hold; a proposal is kept with probability ``prod C(a_k, c_k) / C(b_k, c_k)`` (``a_k``
     cards were open to seat k when it drew ``c_k``, ``b_k`` bounds ``a_k``), which cancels
     the proposal's bias exactly. The other seats then split what is left.
     """
-    banned = [(s, c, pool & ~ban) for s, c, ban in needs if c and ban & pool]
-    banned.sort(key=lambda x: x[2].bit_count())
-    free = [(s, c) for s, c, ban in needs if not (c and ban & pool)]
-    tops = []
-    drawn = 0
-    for k, (_, count, allowed) in enumerate(banned):
-        # the seats before k take at least this many cards seat k could have held
-        lost = sum(max(0, c - (a & ~allowed).bit_count()) for _, c, a in banned[:k])
-        tops.append(comb(min(allowed.bit_count() - lost, pool.bit_count() - drawn), count))
-        drawn += count
-    for _ in range(tries):
-        left = pool
-        hands: dict[int, int] = {}
-        for (seat, count, allowed), top in zip(banned, tops, strict=True):
-            open_ = left & allowed
-            ways = comb(open_.bit_count(), count)
-            if not ways or rng.random() * top >= ways:
-                break
-            hands[seat] = hand = mask_of(rng.sample(list(cards_of(open_)), count))
-            left ^= hand
-        else:
-            cards = rng.sample(list(cards_of(left)), sum(c for _, c in free))
-            for seat, count in free:
-                hands[seat] = mask_of(cards[:count])
-                del cards[:count]
-            return hands
-    return _deal_by_flow(pool, needs, rng)
+
+    def __init__(self, pool: int, needs: list[tuple[int, int, int]]) -> None:
+        self.pool = pool
+        self.needs = needs
+        banned = [(s, c, pool & ~ban) for s, c, ban in needs if c and ban & pool]
+        banned.sort(key=lambda x: x[2].bit_count())
+        self.banned = banned
+        self.free = [(s, c) for s, c, ban in needs if not (c and ban & pool)]
+        self.tops: list[int] = []
+        drawn = 0
+        for k, (_, count, allowed) in enumerate(banned):
+            # the seats before k take at least this many cards seat k could have held
+            lost = sum(max(0, c - (a & ~allowed).bit_count()) for _, c, a in banned[:k])
+            self.tops.append(comb(min(allowed.bit_count() - lost, pool.bit_count() - drawn), count))
+            drawn += count
+
+    def draw(self, rng: Random, tries: int = REJECTION_TRIES) -> dict[int, int]:
+        for _ in range(tries):
+            left = self.pool
+            hands: dict[int, int] = {}
+            for (seat, count, allowed), top in zip(self.banned, self.tops, strict=True):
+                open_ = left & allowed
+                ways = comb(open_.bit_count(), count)
+                if not ways or rng.random() * top >= ways:
+                    break
+                hands[seat] = hand = _draw(open_, count, rng)
+                left ^= hand
+            else:
+                for seat, count in self.free:
+                    hands[seat] = hand = _draw(left, count, rng)
+                    left ^= hand
+                return hands
+        return _deal_by_flow(self.pool, self.needs, rng)
 
 
 def _deal_by_flow(pool: int, needs: list[tuple[int, int, int]], rng: Random) -> dict[int, int]:
@@ -261,11 +303,31 @@ def _deal_by_flow(pool: int, needs: list[tuple[int, int, int]], rng: Random) -> 
     for i, (seat, _, _) in enumerate(needs):
         hand = 0
         for k in range(6):
-            chosen = mask_of(rng.sample(list(cards_of(kinds[k])), flow[1 + k][7 + i]))
+            chosen = _draw(kinds[k], flow[1 + k][7 + i], rng)
             kinds[k] ^= chosen
             hand |= chosen
         hands[seat] = hand
     return hands
+
+
+def _draw(pool: int, count: int, rng: Random) -> int:
+    """``count`` cards of the mask ``pool``, drawn uniformly one by one, as a mask: each the
+    card at a random place among those left (found by dropping the lower ones: no list of
+    the cards to build)."""
+    left = pool.bit_count()
+    rest: i64 = pool
+    hand: i64 = 0
+    for _ in range(count):
+        place = int(rng.random() * left)
+        left -= 1
+        mask: i64 = rest
+        while place:
+            mask &= mask - 1
+            place -= 1
+        bit: i64 = mask & -mask
+        hand |= bit
+        rest ^= bit
+    return hand
 
 
 def _path(parent: dict[int, int], node: int) -> list[int]:

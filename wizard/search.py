@@ -39,6 +39,7 @@ import time
 from functools import lru_cache
 from math import log, sqrt
 from random import Random
+from typing import TYPE_CHECKING
 
 from wizard.bots import HeuristicBot, HouseBot, closest_bid
 from wizard.cards import (
@@ -56,10 +57,14 @@ from wizard.cards import (
 )
 from wizard.moves import ACTION_BID, ACTION_TRUMP, Move
 from wizard.rules import MatchConfig, Phase, Variant, legal_bids, score_round
-from wizard.sampling import sample_hands, sample_state
+from wizard.sampling import RoundDeal, round_deal, sample_state
 from wizard.state import NO_SEAT, MatchState, fields_of
 from wizard.tricks import LEAD_OPEN, lead_after, playable, trick_table
 from wizard.views import MatchView
+
+if TYPE_CHECKING:
+    # mypyc's native 64-bit int, in annotations only (see wizard.shuffle)
+    from mypy_extensions import i64
 
 #: seconds of search per decision, by default
 DEFAULT_SECONDS = 0.05
@@ -77,7 +82,7 @@ _MODEL = HeuristicBot()
 
 def _key(action: int) -> int:
     """One key for every copy of a Wizard or a Jester: the seat cannot tell them apart."""
-    if action < ACTION_TRUMP and action >= WIZARD_BASE:
+    if WIZARD_BASE <= action < CARD_IDS:
         return WIZARD_BASE if action < JESTER_BASE else JESTER_BASE
     return action
 
@@ -120,6 +125,24 @@ def _beaten_by(trump: int | None, single_suit: bool) -> tuple[int, ...]:
     return tuple(sum(BIT[c] for c in range(CARD_IDS) if row[c]) for row in beats)
 
 
+class _RoundRules:
+    """What every determinization of one round shares: the match's rules of bidding and
+    scoring, the trump's trick table and strengths."""
+
+    __slots__ = ("beaten_by", "dealer", "n", "plus_minus_one", "points", "simultaneous", "single", "size", "strength")
+
+    def __init__(self, config: MatchConfig, trump: int | None, dealer: int, size: int) -> None:
+        self.n = config.players
+        self.size = size
+        self.dealer = dealer
+        self.points = config.points
+        self.plus_minus_one = config.plus_minus_one
+        self.simultaneous = config.simultaneous_bids
+        self.single = config.single_suit
+        self.beaten_by = _beaten_by(trump, self.single)
+        self.strength = _strengths(trump, self.single)
+
+
 class _Round:
     """The rest of one determinization's round, from its bidding or its play, on a few
     local fields instead of a :class:`~wizard.state.MatchState` (search plays hundreds of
@@ -130,8 +153,8 @@ class _Round:
     match's table. ``estimates`` are the greedy model's tricks for each seat yet to bid."""
 
     __slots__ = (
-        "beaten_by", "bidding", "bids", "dealer", "estimates", "hands", "lead", "left", "n", "plus_minus_one",
-        "points", "simultaneous", "single", "size", "strength", "to_act", "top", "top_seat", "trick_size", "tricks",
+        "beaten_by", "bidding", "bids", "estimates", "hands", "lead", "left", "n", "rules", "single", "strength",
+        "to_act", "top", "top_seat", "trick_size", "tricks",
     )
 
     # the play so far (set by the constructors)
@@ -146,32 +169,29 @@ class _Round:
     top: int  #: the card taking the current trick so far (-1: none)
     top_seat: int
 
-    def __init__(self, config: MatchConfig, trump: int | None, dealer: int, size: int) -> None:
-        """The round's rules; a constructor (:meth:`of_state`, :meth:`of_view`) sets the rest."""
-        self.n = config.players
-        self.size = size
-        self.dealer = dealer
-        self.points = config.points
-        self.plus_minus_one = config.plus_minus_one
-        self.simultaneous = config.simultaneous_bids
-        self.single = config.single_suit
-        self.beaten_by = _beaten_by(trump, self.single)
-        self.strength = _strengths(trump, self.single)
-        self.estimates: dict[int, float] = {}
+    def __init__(self, rules: _RoundRules, estimates: dict[int, float]) -> None:
+        """The round's rules; a constructor (:meth:`of_state`, :meth:`of_view`) or
+        :meth:`copy` sets the rest."""
+        self.rules = rules
+        self.estimates = estimates
+        # (the rules the play reads on every card, as fields of their own)
+        self.n = rules.n
+        self.single = rules.single
+        self.beaten_by = rules.beaten_by
+        self.strength = rules.strength
 
     @classmethod
     def of_state(cls, world: MatchState, estimates: dict[int, float]) -> _Round:
         """The round of ``world`` (bidding or playing)."""
         f = fields_of(world)
-        play = cls(world.config, f.trump_suit, f.dealer, world.config.hand_size(f.round))
-        play.estimates = estimates
+        play = cls(_RoundRules(world.config, f.trump_suit, f.dealer, world.config.hand_size(f.round)), estimates)
         play.hands = list(f.hands)
         play.bids = list(f.bids)
         play.tricks = list(f.tricks)
         play.bidding = f.phase is Phase.BID
         play.to_act = f.to_act
         play.lead = f.lead
-        play.left = play.size - len(f.done)
+        play.left = play.rules.size - len(f.done)
         play.trick_size = len(f.trick)
         play.top = f.trick[f.win_pos] if f.trick else -1
         play.top_seat = (f.leader + f.win_pos) % play.n if f.trick else -1
@@ -182,18 +202,18 @@ class _Round:
         """The round as ``view`` shows it, with ``hands`` (:func:`~wizard.sampling.sample_hands`)
         for the cards it hides: while bidding (a bid hidden from the view is made anew, by
         the model), or while cards are played in sight of every bid."""
+        return cls.shown_by(view, config).dealt(view, hands)
+
+    @classmethod
+    def shown_by(cls, view: MatchView, config: MatchConfig) -> _Round:
+        """The round as ``view`` shows it, no card in any hand yet: :meth:`dealt` deals a copy
+        (the view is read once for all the determinizations of a decision)."""
         trump = None if view.trump_suit is None else int(view.trump_suit)
-        play = cls(config, trump, view.dealer, view.hand_size)
-        play.hands = hands
+        play = cls(_RoundRules(config, trump, view.dealer, view.hand_size), {})
+        play.hands = [0] * view.players
         play.bids = [s.bid for s in view.seats]
         play.tricks = [s.tricks for s in view.seats]
         play.bidding = view.phase is Phase.BID
-        if play.bidding:  # the model's estimates, from the hands as dealt (none is played yet)
-            play.estimates = {
-                s: _MODEL.expected_tricks(view, [card_code(c) for c in cards_of(hands[s])])
-                for s, bid in enumerate(play.bids)
-                if bid is None
-            }
         play.lead = LEAD_OPEN
         play.left = view.hand_size - len(view.completed_tricks)
         play.trick_size = 0
@@ -203,13 +223,27 @@ class _Round:
         play.to_act = NO_SEAT if view.to_act is None else view.to_act
         return play
 
+    def dealt(self, view: MatchView, hands: list[int]) -> _Round:
+        """A copy of this round (:meth:`shown_by` ``view``) with ``hands``, and while bidding
+        the model's estimates for each seat yet to bid, from its hand as dealt (none is
+        played yet)."""
+        play = self.copy()
+        play.hands = hands
+        if play.bidding:
+            play.estimates = {
+                s: _MODEL.expected_tricks(view, [card_code(c) for c in cards_of(hands[s])])
+                for s, bid in enumerate(play.bids)
+                if bid is None
+            }
+        return play
+
     def copy(self) -> _Round:
-        other = _Round.__new__(_Round)
-        for name in _Round.__slots__:
-            setattr(other, name, getattr(self, name))
+        other = _Round(self.rules, self.estimates)
         other.hands = list(self.hands)
         other.bids = list(self.bids)
         other.tricks = list(self.tricks)
+        other.bidding, other.to_act, other.lead, other.left = self.bidding, self.to_act, self.lead, self.left
+        other.trick_size, other.top, other.top_seat = self.trick_size, self.top, self.top_seat
         return other
 
     def seat_to_move(self, me: int) -> int:
@@ -222,11 +256,12 @@ class _Round:
     def legal(self, seat: int) -> list[int]:
         """The seat's legal actions, a Wizard or a Jester once (its lowest copy)."""
         if self.bidding:
-            return [ACTION_BID + b for b in legal_bids(self.size, self.bids, seat == self.dealer, self.plus_minus_one)]
+            rules = self.rules
+            return [ACTION_BID + b for b in legal_bids(rules.size, self.bids, seat == rules.dealer, rules.plus_minus_one)]
         out: dict[int, int] = {}
-        mask = playable(self.hands[seat], self.lead)
+        mask: i64 = playable(self.hands[seat], self.lead)
         while mask:
-            low = mask & -mask
+            low: int = mask & -mask
             card = low.bit_length() - 1
             out.setdefault(_key(card), card)
             mask ^= low
@@ -241,19 +276,20 @@ class _Round:
     def bid(self, seat: int, bid: int) -> None:
         bids = self.bids
         bids[seat] = bid
-        if self.to_act != NO_SEAT and seat != self.dealer:
+        dealer = self.rules.dealer
+        if self.to_act != NO_SEAT and seat != dealer:
             self.to_act = (seat + 1) % self.n
         elif None not in bids:
             self.bidding = False
-            self.to_act = (self.dealer + 1) % self.n
+            self.to_act = (dealer + 1) % self.n
 
     def play(self, seat: int, card: int) -> None:
-        self.hands[seat] ^= BIT[card]
+        self.hands[seat] ^= 1 << card
         self.note_card(seat, card)
 
     def note_card(self, seat: int, card: int) -> None:
         """``card`` goes on the trick (the seat's hand aside); a full trick is taken."""
-        if self.trick_size == 0 or self.beaten_by[self.top] & BIT[card]:
+        if self.trick_size == 0 or self.beaten_by[self.top] >> card & 1:
             self.top, self.top_seat = card, seat
         self.lead = lead_after(card, self.lead, self.single)
         self.trick_size += 1
@@ -273,16 +309,17 @@ class _Round:
     def gains(self) -> list[int]:
         """Every seat's points for the round, once it is over."""
         gains = [0] * self.n
-        score_round(self.points, [b or 0 for b in self.bids], self.tricks, gains)
+        score_round(self.rules.points, [b or 0 for b in self.bids], self.tricks, gains)
         return gains
 
     def model_action(self, seat: int) -> int:
         """The greedy model's move for ``seat``."""
         if self.bidding:
-            legal = legal_bids(self.size, self.bids, seat == self.dealer, self.plus_minus_one)
+            rules = self.rules
+            legal = legal_bids(rules.size, self.bids, seat == rules.dealer, rules.plus_minus_one)
             return ACTION_BID + closest_bid(legal, self.estimates[seat])
-        cards = playable(self.hands[seat], self.lead)
-        winning = cards if self.trick_size == 0 else cards & self.beaten_by[self.top]
+        cards: i64 = playable(self.hands[seat], self.lead)
+        winning: i64 = cards if self.trick_size == 0 else cards & self.beaten_by[self.top]
         bid = self.bids[seat]
         if bid is None or bid > self.tricks[seat]:
             if not winning:
@@ -290,7 +327,7 @@ class _Round:
             if self.trick_size == self.n - 1:
                 return self._cheapest(winning)
             return self._strongest(winning)
-        losing = cards & ~winning
+        losing: i64 = cards & ~winning
         if losing:
             return self._strongest(losing)
         return self._cheapest(cards)
@@ -298,23 +335,27 @@ class _Round:
     def _cheapest(self, mask: int) -> int:
         strength = self.strength
         best, best_strength = -1, 1000
-        while mask:
-            low = mask & -mask
+        rest: i64 = mask
+        while rest:
+            low: int = rest & -rest
             card = low.bit_length() - 1
-            if strength[card] < best_strength:
-                best, best_strength = card, strength[card]
-            mask ^= low
+            value = strength[card]
+            if value < best_strength:
+                best, best_strength = card, value
+            rest ^= low
         return best
 
     def _strongest(self, mask: int) -> int:
         strength = self.strength
         best, best_strength = -1, -1000
-        while mask:
-            low = mask & -mask
+        rest: i64 = mask
+        while rest:
+            low: int = rest & -rest
             card = low.bit_length() - 1
-            if strength[card] > best_strength:
-                best, best_strength = card, strength[card]
-            mask ^= low
+            value = strength[card]
+            if value > best_strength:
+                best, best_strength = card, value
+            rest ^= low
         return best
 
 
@@ -403,6 +444,7 @@ def search_move(
         root.children[k] = _Node()
     choosing_trump = view.phase is Phase.CHOOSE_TRUMP
     config = MatchConfig.create(view.ruleset, view.players, view.variants)
+    determinizer = None if choosing_trump else _Determinizer(view, config)
     deadline = time.perf_counter() + seconds
     done = 0
     while True:
@@ -413,7 +455,8 @@ def search_move(
                 after.apply_action(me, key)
                 search.iterate(root.children[key], _Round.of_state(after, _estimates(after)))
         else:
-            start = _sampled_round(view, config, rng)
+            assert determinizer is not None
+            start = determinizer.round(rng)
             for key in keys:
                 play = start.copy()
                 play.apply(me, _actual(play, me, key))
@@ -428,16 +471,26 @@ def search_move(
     return candidates[best]
 
 
-def _sampled_round(view: MatchView, config: MatchConfig, rng: Random) -> _Round:
-    """A determinization of the round: the hidden hands are all there is to draw
-    (:func:`~wizard.sampling.sample_hands`, cheap) while bidding, and while cards are played
-    in sight of every bid; otherwise (SECRET_BIDS' play, CLAIRVOYANCE's round 1) a whole
-    state (:func:`~wizard.sampling.sample_state`: the hidden bids guessed from the hands)."""
-    bidding = view.phase is Phase.BID
-    if (bidding and view.hand is not None) or (not bidding and all(s.bid is not None for s in view.seats)):
-        return _Round.of_view(view, config, sample_hands(view, rng))
-    world = sample_state(view, rng)
-    return _Round.of_state(world, _estimates(world))
+class _Determinizer:
+    """Determinizations of one view's round: the hidden hands are all there is to draw
+    (:class:`~wizard.sampling.RoundDeal`, cheap; it and the round as shown are read from the
+    view once) while bidding, and while cards are played in sight of every bid; otherwise
+    (SECRET_BIDS' play, CLAIRVOYANCE's round 1) a whole state
+    (:func:`~wizard.sampling.sample_state`: the hidden bids guessed from the hands)."""
+
+    def __init__(self, view: MatchView, config: MatchConfig) -> None:
+        self.view = view
+        bidding = view.phase is Phase.BID
+        self.deal: RoundDeal | None = None
+        if (bidding and view.hand is not None) or (not bidding and all(s.bid is not None for s in view.seats)):
+            self.deal = round_deal(view)
+            self.shown = _Round.shown_by(view, config)
+
+    def round(self, rng: Random) -> _Round:
+        if self.deal is not None:
+            return self.shown.dealt(self.view, self.deal.draw_held(rng))
+        world = sample_state(self.view, rng)
+        return _Round.of_state(world, _estimates(world))
 
 
 def _estimates(world: MatchState) -> dict[int, float]:
@@ -486,7 +539,7 @@ class _Search:
                 path.append(node)
             else:
                 action = play.model_action(seat)
-                if in_tree and (not play.bidding or not play.simultaneous):
+                if in_tree and (not play.bidding or not play.rules.simultaneous):
                     # a move this seat sees: the tree follows it
                     key = _key(action)
                     child = node.children.get(key)
@@ -504,7 +557,7 @@ class _Search:
 
 def _actual(play: _Round, seat: int, key: int) -> int:
     """The action of this determinization a key stands for (the copy of W or J held)."""
-    if key < ACTION_TRUMP and key >= WIZARD_BASE:
+    if WIZARD_BASE <= key < CARD_IDS:
         return lowest_copy(play.hands[seat], key)
     return key
 

@@ -40,8 +40,11 @@ def _bench_bots(args: argparse.Namespace) -> None:
 
 
 def _bench_search(args: argparse.Namespace) -> None:
-    from bench.search import SETTINGS, bench_search
+    from bench.search import SETTINGS, bench_iterations, bench_search
 
+    if args.iterations:
+        _print(bench_iterations(args.nodes or 200, args.runs), args.json)
+        return
     settings = args.setting or list(SETTINGS)
     _print(bench_search(settings, args.deals, args.seconds, args.nodes, args.example_seconds, args.seed), args.json)
 
@@ -540,6 +543,9 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--nodes", type=int, help="SEARCH's iterations per decision instead (deterministic)")
     search.add_argument("--example-seconds", type=float, help="the example bot's time per decision (default: --seconds)")
     search.add_argument("--seed", type=int, default=1)
+    search.add_argument("--iterations", action="store_true",
+                        help="instead: microseconds per iteration (--nodes, default 200) on fixed views of bids and plays")
+    search.add_argument("--runs", type=int, default=3, help="with --iterations: times each view is searched")
     search.add_argument("--json", action="store_true", help="print one JSON line")
     search.set_defaults(run=_bench_search)
 

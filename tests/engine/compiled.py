@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ("pyproject.toml", "setup.py", "README.md", "wizard", "ranking", "contract", "sdk", "service", "worker",
            "bench", "wizard_arena")
 #: the modules setup.py compiles, and the library they share
-COMPILED = ("wizard/tricks", "wizard/shuffle", "wizard/playout", "wizard__mypyc")
+COMPILED = ("wizard/tricks", "wizard/shuffle", "wizard/playout", "wizard/sampling", "wizard/search", "wizard__mypyc")
 
 
 def build_compiled_engine(directory: Path) -> Path:

@@ -1,6 +1,7 @@
 """The compiled engine (mypyc, ``setup.py``) against the pure-Python one: built by pip once
 per session into a directory of its own (tests/engine/compiled.py), it must play every
-configuration exactly as the pure engine does (tests/engine/differential.py), and the
+configuration exactly as the pure engine does, and the SEARCH house bot with a node budget
+must choose the same moves in both (tests/engine/differential.py), and the
 choice of build must work as the README says (``wizard.COMPILED``, ``WIZARD_PURE_PYTHON``,
 the fallback when a compiled module cannot load)."""
 
@@ -18,7 +19,7 @@ import pytest
 
 from tests.engine.compiled import ROOT, build_compiled_engine
 
-HOT_MODULES = ("wizard.tricks", "wizard.shuffle", "wizard.playout")
+HOT_MODULES = ("wizard.tricks", "wizard.shuffle", "wizard.playout", "wizard.sampling", "wizard.search")
 
 
 @pytest.fixture(scope="session")
@@ -63,13 +64,17 @@ def test_the_compiled_and_the_pure_engine_play_every_configuration_alike(compile
     assert json.loads(compiled[0]) == {"compiled": True}
     assert json.loads(pure[0]) == {"compiled": False}
     assert len(compiled) == len(pure) > 200
+    searched = 0
     for line_c, line_p in zip(compiled[1:], pure[1:], strict=True):
         c, p = json.loads(line_c), json.loads(line_p)
         assert c["match"] == p["match"]
+        if c["match"].endswith("/search"):
+            searched += len(c["digests"])
         first = next((i for i, (a, b) in enumerate(zip(c["digests"], p["digests"], strict=False)) if a != b), None)
         assert first is None and len(c["digests"]) == len(p["digests"]), (
             f"{c['match']}: the builds differ after move {first} (or in length)"
         )
+    assert searched > 500  # (every configuration's searches, of bids, trumps and cards)
 
 
 def test_the_hot_modules_are_compiled_and_the_environment_can_force_pure_python(compiled_engine: Path) -> None:
