@@ -8,6 +8,7 @@ new state.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import multiprocessing
@@ -142,6 +143,15 @@ class _AlreadySeated(Exception):
 def _awaits(match: LiveMatch, caller: Caller) -> bool:
     """Whether the caller has a move to make in ``match`` now."""
     return match.seat_of(caller.bot_id) in match.awaiting()
+
+
+def _wakes_waiter_for_turns(caller: Caller, item: MatchEvent | Seated | Notice | tuple[str]) -> bool:
+    """Whether a wait for the caller's turns has something to do for ``item`` now: anything
+    but an event after which the caller has no move to make in a match still on (that one it
+    applies when it wakes for something else)."""
+    if not isinstance(item, MatchEvent) or item.match is None:
+        return True
+    return item.match.ended or _awaits(item.match, caller)
 
 
 def full_record(match: LiveMatch, stored: bytes | None) -> dict[str, Any]:
@@ -738,6 +748,7 @@ class MatchService:
         if self.on_waiting is not None:
             await self.on_waiting(caller.bot_id)
         with self.feed.watch(caller.bot_id) as watch:
+            watch.wakes_for = functools.partial(_wakes_waiter_for_turns, caller)
             followed: dict[str, LiveMatch] = {}
             #: by match followed: when its version in ``followed`` was committed, if its event
             #: reached this wait (TurnWait.committed_at)

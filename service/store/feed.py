@@ -36,7 +36,7 @@ import functools
 import logging
 import math
 import time
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
 from hiredis import pack_command
@@ -88,7 +88,7 @@ class _Channel:
 class Watch:
     """One waiter's view of the feed: the channels it follows and what arrived on them."""
 
-    __slots__ = ("_channels", "_closed", "_feed", "_inbox", "_wake", "counted", "owner")
+    __slots__ = ("_channels", "_closed", "_feed", "_inbox", "_wake", "counted", "owner", "wakes_for")
 
     def __init__(self, feed: EventFeed, owner: str, counted: bool = True) -> None:
         self._feed = feed
@@ -100,6 +100,11 @@ class Watch:
         self._inbox: list[MatchEvent | Seated | Notice | tuple[str]] = []
         self._wake: asyncio.Future[None] | None = None
         self._closed = False
+        #: what is worth waking the waiter for (None: anything); the rest waits in its inbox
+        #: until something is. A waiter for a turn is not woken by its matches' every move
+        #: (three in four of a four-player match's give it nothing to do): each wake is a step
+        #: of its task that the loop runs before the frames of the waiters that have a turn.
+        self.wakes_for: Callable[[MatchEvent | Seated | Notice | tuple[str]], bool] | None = None
 
     async def follow(self, *channels: bytes) -> None:
         """Follow ``channels`` (besides those followed already): returns once Redis has
@@ -145,7 +150,7 @@ class Watch:
             self._inbox.clear()
         self._inbox.append(item)
         wake = self._wake
-        if wake is not None and not wake.done():
+        if wake is not None and not wake.done() and (self.wakes_for is None or self.wakes_for(item)):
             wake.set_result(None)
 
     def close(self) -> None:
