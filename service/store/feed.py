@@ -100,10 +100,12 @@ class Watch:
         self._inbox: list[MatchEvent | Seated | Notice | tuple[str]] = []
         self._wake: asyncio.Future[None] | None = None
         self._closed = False
-        #: what is worth waking the waiter for (None: anything); the rest waits in its inbox
-        #: until something is. A waiter for a turn is not woken by its matches' every move
+        #: for a waiter that follows its matches as of their latest events (a wait for turns):
+        #: what is worth waking it for; the rest waits in its inbox, the latest event of each
+        #: match only, until something is. Such a waiter is not woken by its matches' every move
         #: (three in four of a four-player match's give it nothing to do): each wake is a step
         #: of its task that the loop runs before the frames of the waiters that have a turn.
+        #: None: woken by anything, every event kept (matchUpdates yields each version).
         self.wakes_for: Callable[[MatchEvent | Seated | Notice | tuple[str]], bool] | None = None
 
     async def follow(self, *channels: bytes) -> None:
@@ -148,10 +150,22 @@ class Watch:
             return
         if item is RESYNC:  # what was queued is superseded by reading anew
             self._inbox.clear()
-        self._inbox.append(item)
+        if not self._supersede(item):
+            self._inbox.append(item)
         wake = self._wake
         if wake is not None and not wake.done() and (self.wakes_for is None or self.wakes_for(item)):
             wake.set_result(None)
+
+    def _supersede(self, item: MatchEvent | Seated | Notice | tuple[str]) -> bool:
+        """For a waiter that follows its matches as of their latest events (``wakes_for``): put
+        ``item`` in the place of an earlier event of its match still in the inbox, if any."""
+        if self.wakes_for is None or not isinstance(item, MatchEvent) or item.match is None:
+            return False
+        for i, queued in enumerate(self._inbox):
+            if isinstance(queued, MatchEvent) and queued.match_id == item.match_id and queued.match is not None:
+                self._inbox[i] = item
+                return True
+        return False
 
     def close(self) -> None:
         if not self._closed:
