@@ -6,8 +6,9 @@ move that led to it and the turn; a turn that was there already as the wait bega
 
 from __future__ import annotations
 
-import threading
+import functools
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -74,6 +75,23 @@ def test_each_my_turns_frame_a_commit_gives_is_timed_from_that_commit(own_api: A
     assert 0 <= total_after - total <= waited
 
 
+def poll_for_turn(api: Api, token: str, match_id: str, rest: bool) -> dict[str, Any]:
+    """A long poll for the bot's turn in the match: GET /api/turns, or awaitTurn."""
+    if rest:
+        answer = api.http.get("/api/turns", params={"matchId": match_id, "timeoutMs": 20_000},
+                              headers={"Authorization": f"Bearer {token}"})
+        return answer.json() or {}  # type: ignore[no-any-return]
+    return api.data(AWAIT_TURN, {"m": match_id}, token)["awaitTurn"] or {}  # type: ignore[no-any-return]
+
+
+def moved_on(api: Api, match_id: str, version: int) -> bool:
+    return bool(api.match(match_id)["version"] > version)
+
+
+def to_act_or_done(api: Api, match_id: str, seat: int, poll: Future[dict[str, Any]]) -> bool:
+    return poll.done() or seat in api.match(match_id)["awaiting"]
+
+
 def test_a_long_poll_open_at_the_commit_is_timed_once_its_answer_is_written(own_api: Api) -> None:
     """awaitTurn and GET /api/turns (on matchId) alternately; bot A polls while bot B moves."""
     api = own_api
@@ -89,35 +107,28 @@ def test_a_long_poll_open_at_the_commit_is_timed_once_its_answer_is_written(own_
                                    {"m": match_id}, a)
     count, total = timed(api, "http")
     polls, waited = 0, 0.0
-    while polls < 4:
-        match = api.match(match_id, a)
-        assert match["status"] == "ACTIVE", match
-        if a_seat in match["awaiting"]:
-            assert not api.submit(a, match_id, first_legal(match), match["version"]).get("errors")
-            continue
-        if b_seat not in match["awaiting"]:  # the house bot's: it moves by itself
-            wait_until(lambda: api.match(match_id)["version"] > match["version"], "the house bot's move")
-            continue
-        answer: dict[str, Any] = {}
-        if polls % 2:
-            poll = threading.Thread(target=lambda: answer.update(
-                api.http.get("/api/turns", params={"matchId": match_id, "timeoutMs": 20_000},
-                             headers={"Authorization": f"Bearer {a}"}).json() or {}))
-        else:
-            poll = threading.Thread(target=lambda: answer.update(api.data(AWAIT_TURN, {"m": match_id}, a)["awaitTurn"] or {}))
-        poll.start()
-        wait_until(lambda: waits_open(api) == 1, "A's poll to wait")
-        sent = time.time()
-        while poll.is_alive():  # B moves (again, if it leads the next trick) until A's turn comes
-            seen = api.match(match_id, b)
-            if b_seat in seen["awaiting"]:
-                assert not api.submit(b, match_id, first_legal(seen), seen["version"]).get("errors")
-            else:
-                wait_until(lambda: not poll.is_alive() or b_seat in api.match(match_id)["awaiting"], "A's turn")
-        poll.join()
-        waited += time.time() - sent
-        assert answer.get("version"), answer
-        polls += 1
+    with ThreadPoolExecutor(1) as poller:
+        while polls < 4:
+            match = api.match(match_id, a)
+            assert match["status"] == "ACTIVE", match
+            if a_seat in match["awaiting"]:
+                assert not api.submit(a, match_id, first_legal(match), match["version"]).get("errors")
+                continue
+            if b_seat not in match["awaiting"]:  # the house bot's: it moves by itself
+                wait_until(functools.partial(moved_on, api, match_id, match["version"]), "the house bot's move")
+                continue
+            poll = poller.submit(poll_for_turn, api, a, match_id, polls % 2 == 1)
+            wait_until(lambda: waits_open(api) == 1, "A's poll to wait")
+            sent = time.time()
+            while not poll.done():  # B moves (again, if it leads the next trick) until A's turn comes
+                seen = api.match(match_id, b)
+                if b_seat in seen["awaiting"]:
+                    assert not api.submit(b, match_id, first_legal(seen), seen["version"]).get("errors")
+                else:
+                    wait_until(functools.partial(to_act_or_done, api, match_id, b_seat, poll), "A's turn")
+            assert poll.result().get("version"), poll.result()
+            waited += time.time() - sent
+            polls += 1
     count_after, total_after = timed(api, "http")
     assert count_after - count == polls
     assert 0 <= total_after - total <= waited
