@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from service.store.keys import match_channel
+from service.store.matches import MatchEvent, decode_published
 from tests.service.arena_client import Api, first_legal, wait_until
 from tests.service.ws_client import GraphQLWS
 
@@ -46,6 +48,17 @@ def timed(api: Api, via: str) -> tuple[float, float]:
 
 def waits_open(api: Api) -> float:
     return _metrics(api)["wizard_arena_waits_open"]
+
+
+def test_a_published_event_carries_its_commit_time_and_one_published_without_it_still_reads() -> None:
+    """``ct`` (Redis's µs) is the commit's time, not part of the event; a message of a process
+    from before it (a rolling upgrade) is read as ever, its turns not timed."""
+    channel = match_channel("m1")
+    timed_event = decode_published(channel, b'7|1-2|{"ct":1764331200123456,"t":"abort","why":"gone","dl":null}')
+    untimed = decode_published(channel, b'7|1-2|{"t":"abort","why":"gone","dl":null}')
+    assert isinstance(timed_event, MatchEvent) and isinstance(untimed, MatchEvent)
+    assert timed_event.committed_at == 1764331200.123456 and untimed.committed_at is None
+    assert timed_event.event == untimed.event == {"t": "abort", "why": "gone", "dl": None, "v": 7}
 
 
 def test_each_my_turns_frame_a_commit_gives_is_timed_from_that_commit(own_api: Api) -> None:
