@@ -7,8 +7,12 @@
   bots`` in seat ``s`` of match ``m``: with fewer bots than seats, a bot plays several matches
   through its one subscription), each moving as soon as its turn frame arrives, on a
   ``--move-timeout-ms`` clock. Per move: the server's CPU; from a move sent to the next turn
-  frame of that match received (an upper bound of commit -> frame written) p50/p99/max; and
-  the moves the server made for a bot that was too late (``timeouts``, read from the matches).
+  frame of that match received, at the client (an upper bound of commit -> frame written)
+  p50/p99/max; the server's own figure next to it, from a move's commit to the next turn frame
+  written (``wizard_arena_turn_frame_seconds`` read from ``GET /metrics`` before and after the
+  window: p50/p99 interpolated within its buckets, as Prometheus's ``histogram_quantile``);
+  and the moves the server made for a bot that was too late (``timeouts``, read from the
+  matches).
 
 The load generator is this process (asyncio, ``websockets``): on a 2-core machine it shares the
 CPU with the server, so rates are a floor; the server's CPU per move is its own.
@@ -19,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import math
 import os
 import random
 import subprocess
@@ -27,6 +32,8 @@ import time
 from typing import Any
 
 import redis
+from prometheus_client.metrics_core import Metric
+from prometheus_client.parser import text_string_to_metric_families
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
@@ -140,16 +147,53 @@ async def _open_all(url: str, tokens: list[str]) -> list[SubscribedBot]:
     return bots
 
 
-async def _waits_open(host: str, port: int) -> float:
-    """The server's gauge of waits and subscriptions open (``GET /metrics``)."""
+async def _metrics(host: str, port: int) -> list[Metric]:
+    """The server's ``GET /metrics``."""
     reader, writer = await asyncio.open_connection(host, port)
     writer.write(f"GET /metrics HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
-    text = (await reader.read()).decode()
+    _, _, body = (await reader.read()).decode().partition("\r\n\r\n")
     writer.close()
-    for line in text.splitlines():
-        if line.startswith("wizard_arena_waits_open"):
-            return float(line.split()[-1])
+    return list(text_string_to_metric_families(body))
+
+
+async def _waits_open(host: str, port: int) -> float:
+    """The server's gauge of waits and subscriptions open."""
+    for family in await _metrics(host, port):
+        if family.name == "wizard_arena_waits_open":
+            return float(family.samples[0].value)
     return 0.0
+
+
+async def _turn_frame_buckets(host: str, port: int) -> dict[float, float]:
+    """The server's histogram of commit -> turn frame written over WebSockets: the cumulative
+    count of each bucket, by its upper bound."""
+    for family in await _metrics(host, port):
+        if family.name == "wizard_arena_turn_frame_seconds":
+            return {
+                float(s.labels["le"]): s.value for s in family.samples
+                if s.name.endswith("_bucket") and s.labels.get("via") == "websocket"
+            }
+    return {}
+
+
+def bucket_quantile(before: dict[float, float], after: dict[float, float], q: float) -> float:
+    """The ``q`` quantile of what a histogram counted between two readings (cumulative counts
+    by upper bound), interpolated linearly within its bucket as Prometheus's
+    ``histogram_quantile`` does (NaN: nothing counted; the highest finite bound when it falls
+    in the +Inf bucket)."""
+    bounds = sorted(after)
+    counts = [after[b] - before.get(b, 0.0) for b in bounds]
+    if not counts or counts[-1] <= 0:
+        return float("nan")
+    rank = q * counts[-1]
+    lower, below = 0.0, 0.0
+    for bound, count in zip(bounds, counts, strict=True):
+        if count >= rank:
+            if math.isinf(bound):
+                return lower
+            return lower + (bound - lower) * (rank - below) / max(count - below, 1e-12)
+        lower, below = bound, count
+    return lower
 
 
 async def idle(host: str, port: int, redis_url: str, server_pid: int, bots: int, seconds: float) -> dict[str, Any]:
@@ -253,11 +297,13 @@ async def play(
     await asyncio.gather(*(start(list(range(k, matches, 16))) for k in range(16)))  # all at once
     await asyncio.sleep(min(2.0, seconds / 5))  # past the start
     measuring = True
+    frames_before = await _turn_frame_buckets(host, port)
     cpu_before, started = process_cpu_seconds(server_pid), time.perf_counter()
     stop = started + seconds
     await asyncio.sleep(seconds)
     cpu_after, elapsed = process_cpu_seconds(server_pid), time.perf_counter() - started
     measuring = False
+    frames_after = await _turn_frame_buckets(host, port)
     timeouts = finished = 0
     for match_id in match_ids:
         data = (await setup.post("/graphql", {"query": SEATS, "variables": {"m": match_id}}))["data"]["match"]
@@ -281,6 +327,11 @@ async def play(
             "p50": round(percentile(delays, 0.5) * 1000, 2),
             "p99": round(percentile(delays, 0.99) * 1000, 2),
             "max": round(max(delays, default=float("nan")) * 1000, 2),
+        },
+        "server_commit_to_turn_frame_written_ms": {
+            "frames": round(frames_after.get(math.inf, 0.0) - frames_before.get(math.inf, 0.0)),
+            "p50": round(bucket_quantile(frames_before, frames_after, 0.5) * 1000, 2),
+            "p99": round(bucket_quantile(frames_before, frames_after, 0.99) * 1000, 2),
         },
         "timeouts": timeouts,
         "matches_finished": finished,

@@ -20,6 +20,13 @@ from service.model.homes import ALL_HOMES
 from service.store.keys import CLOCK_HEARTBEATS, home_key
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 30.0)
+#: finer where a turn's frame should be (its target: p99 within 5 ms of the commit)
+TURN_FRAME_BUCKETS = (
+    0.0005, 0.001, 0.0015, 0.002, 0.003, 0.004, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0,
+)
+#: the request scope's key for the commit time of the turn an HTTP answer carries (a long
+#: poll's: TurnWait.committed_at), observed once the answer is written (service.api.app)
+TURN_COMMITTED_SCOPE_KEY = "wizard_arena.turn_committed_at"
 #: the label of a GraphQL request whose operation is not one root field the schema has
 OTHER_OPERATION = "other"
 #: the RQ queue the workers run (worker.clock.JOB_QUEUE), as RQ keeps it in Redis
@@ -75,6 +82,13 @@ class Metrics:
             "ARENA_COMMIT_REPLICAS acknowledged within ARENA_COMMIT_REPLICA_TIMEOUT_MS (a failover then could lose "
             "them)", registry=self.registry,
         )
+        self.turn_frames = Histogram(
+            "wizard_arena_turn_frame_seconds", "From a commit (Redis's clock, carried with its event) to the turn it "
+            "gives a waiting bot written to that bot: a myTurns frame (via websocket), an awaitTurn, nextTurn or "
+            "GET /api/turns answer (via http); only waits open at the commit", ["via"], buckets=TURN_FRAME_BUCKETS,
+            registry=self.registry,
+        )
+        self._turn_frames_via = {via: self.turn_frames.labels(via) for via in ("websocket", "http")}
         self.waits = Gauge(
             "wizard_arena_waits_open", "Waits and subscriptions open in this process (service.feed)", registry=self.registry
         )
@@ -124,6 +138,13 @@ class Metrics:
             counter.inc()
             if match.state.is_finished:
                 self.matches_finished.inc()
+
+    def turn_written(self, committed_at: float | None, via: str) -> None:
+        """A turn was written to its bot (``via`` websocket or http) just now; ``committed_at``
+        (TurnWait.committed_at) None: not one to count. The two clocks are this host's and
+        Redis's: the same one on one host, NTP apart otherwise."""
+        if committed_at is not None:
+            self._turn_frames_via[via].observe(max(0.0, time.time() - committed_at))
 
     def error(self, code: str) -> None:
         self.errors.labels(code).inc()

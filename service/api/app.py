@@ -53,7 +53,7 @@ from service.errors import (
     service_error,
 )
 from service.health import heartbeat_ages
-from service.metrics import OTHER_OPERATION, SCRAPE_REDIS_SECONDS, Metrics
+from service.metrics import OTHER_OPERATION, SCRAPE_REDIS_SECONDS, TURN_COMMITTED_SCOPE_KEY, Metrics
 from service.settings import Settings
 from service.store.redis_client import QueueUrlMissing, queue_url, serving
 
@@ -455,6 +455,8 @@ class RequestMetrics:
                 elapsed = time.perf_counter() - started
                 metrics.requests.labels(route, str(status)).inc()
                 metrics.latency.labels(route).observe(elapsed)
+                if status == 200:  # a long poll's answer that carried a turn, written by now
+                    metrics.turn_written(scope.get(TURN_COMMITTED_SCOPE_KEY), "http")
                 if route == "/graphql":  # not GraphiQL's page: a GET that ran no operation
                     operation = scope.get(OPERATION_SCOPE_KEY)
                     if operation is not None or scope["method"] == "POST":

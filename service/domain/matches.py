@@ -8,6 +8,7 @@ new state.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import multiprocessing
@@ -92,10 +93,14 @@ class WaitEnd(str, Enum):
 class TurnWait:
     """A wait's end: why, and the match (the one where the caller must move; the match waited
     on when it ended or the time ran out; None after a wait on all of the caller's matches
-    that timed out)."""
+    that timed out). ``committed_at``, for YOUR_TURN: when the commit that gave the caller
+    this turn happened (Redis's clock, seconds since the epoch), if the wait was open then and
+    heard it; None when the turn was there already as the wait began, or was read whole (what
+    ``wizard_arena_turn_frame_seconds`` leaves out: a bot's own slowness, not the server's)."""
 
     reason: WaitEnd
     match: LiveMatch | None
+    committed_at: float | None = None
 
 
 class RecentSnapshots:
@@ -138,6 +143,15 @@ class _AlreadySeated(Exception):
 def _awaits(match: LiveMatch, caller: Caller) -> bool:
     """Whether the caller has a move to make in ``match`` now."""
     return match.seat_of(caller.bot_id) in match.awaiting()
+
+
+def _wakes_waiter_for_turns(caller: Caller, item: MatchEvent | Seated | Notice | tuple[str]) -> bool:
+    """Whether a wait for the caller's turns has something to do for ``item`` now: anything
+    but an event after which the caller has no move to make in a match still on (that one it
+    applies when it wakes for something else)."""
+    if not isinstance(item, MatchEvent) or item.match is None:
+        return True
+    return item.match.ended or _awaits(item.match, caller)
 
 
 def full_record(match: LiveMatch, stored: bytes | None) -> dict[str, Any]:
@@ -698,11 +712,12 @@ class MatchService:
             raise BadInput(f"timeoutMs must be a whole number of milliseconds >= 0, not {timeout_ms!r}")
         return min(timeout_ms, limit) / 1000
 
-    async def my_turns(self, caller: Caller) -> AsyncIterator[LiveMatch]:
-        """Each match where the caller now has to move, once per version; runs until closed."""
+    async def my_turns(self, caller: Caller) -> AsyncIterator[TurnWait]:
+        """Each match where the caller now has to move, once per version (YOUR_TURN waits);
+        runs until closed."""
         async for wait in self._turns(caller, None, None):
             if isinstance(wait, TurnWait) and wait.match is not None:  # (no notices are followed here)
-                yield wait.match
+                yield wait
 
     async def turns_and_notices(
         self, caller: Caller, channel: bytes, end: float | None = None
@@ -733,7 +748,11 @@ class MatchService:
         if self.on_waiting is not None:
             await self.on_waiting(caller.bot_id)
         with self.feed.watch(caller.bot_id) as watch:
+            watch.wakes_for = functools.partial(_wakes_waiter_for_turns, caller)
             followed: dict[str, LiveMatch] = {}
+            #: by match followed: when its version in ``followed`` was committed, if its event
+            #: reached this wait (TurnWait.committed_at)
+            heard_at: dict[str, float | None] = {}
             to_read: set[str] = set()
             changed: list[str] = []
             if notices is not None:
@@ -758,17 +777,19 @@ class MatchService:
                     for read_id, match in (await self.feed.current(ids)).items():
                         if match.seat_of(caller.bot_id) is not None:
                             followed[read_id] = match
+                            heard_at[read_id] = None
                             changed.append(read_id)
                 for changed_id in dict.fromkeys(changed):
                     match = followed[changed_id]
                     if _awaits(match, caller) and yielded.get(changed_id) != match.version:
                         yielded[changed_id] = match.version
-                        yield TurnWait(WaitEnd.YOUR_TURN, match)
+                        yield TurnWait(WaitEnd.YOUR_TURN, match, heard_at.get(changed_id))
                     if match.ended:
                         if match_id is not None:
                             yield TurnWait(WaitEnd.MATCH_OVER, match)
                             return
                         del followed[changed_id]
+                        heard_at.pop(changed_id, None)
                         watch.unfollow(match_channel(changed_id))
                 changed.clear()
                 remaining = WAIT_SLICE_S if end is None else end - time.monotonic()
@@ -793,6 +814,7 @@ class MatchService:
                             to_read.add(item.match_id)
                         elif item.match.version > followed[item.match_id].version:
                             followed[item.match_id] = item.match
+                            heard_at[item.match_id] = item.committed_at if item.match.version == item.version else None
                             changed.append(item.match_id)
 
     async def _follow_and_read(self, watch: Watch, match_id: str) -> LiveMatch:

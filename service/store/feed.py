@@ -23,9 +23,10 @@ Pub/sub forgets what nobody heard, so waiters keep to two rules, and then miss n
 A channel nobody follows any more stays subscribed for ``linger`` seconds (a bot long-polling
 ``awaitTurn`` leaves and comes back on every move), then is unsubscribed.
 
-The connection is redis-py's own ``Connection`` (TLS, unix sockets, passwords alike), read
-all the time by one task; a PING every ``ping_interval`` seconds, answered within
-``timeout``, proves it alive.
+The connection is redis-py's own ``Connection`` (TLS, unix sockets, passwords alike); once
+it is connected, its socket is read in the event loop's I/O callback (:class:`_FeedProtocol`),
+so a message reaches its waiters without a task of its own in between. A PING every
+``ping_interval`` seconds, answered within ``timeout``, proves it alive.
 """
 
 from __future__ import annotations
@@ -34,12 +35,11 @@ import asyncio
 import contextlib
 import functools
 import logging
-import math
 import time
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
-from hiredis import pack_command
+from hiredis import Reader, pack_command
 from redis.asyncio import Redis
 from redis.asyncio.connection import AbstractConnection
 
@@ -88,7 +88,7 @@ class _Channel:
 class Watch:
     """One waiter's view of the feed: the channels it follows and what arrived on them."""
 
-    __slots__ = ("_channels", "_closed", "_feed", "_inbox", "_wake", "counted", "owner")
+    __slots__ = ("_channels", "_closed", "_feed", "_inbox", "_wake", "counted", "owner", "wakes_for")
 
     def __init__(self, feed: EventFeed, owner: str, counted: bool = True) -> None:
         self._feed = feed
@@ -100,6 +100,13 @@ class Watch:
         self._inbox: list[MatchEvent | Seated | Notice | tuple[str]] = []
         self._wake: asyncio.Future[None] | None = None
         self._closed = False
+        #: for a waiter that follows its matches as of their latest events (a wait for turns):
+        #: what is worth waking it for; the rest waits in its inbox, the latest event of each
+        #: match only, until something is. Such a waiter is not woken by its matches' every move
+        #: (three in four of a four-player match's give it nothing to do): each wake is a step
+        #: of its task that the loop runs before the frames of the waiters that have a turn.
+        #: None: woken by anything, every event kept (matchUpdates yields each version).
+        self.wakes_for: Callable[[MatchEvent | Seated | Notice | tuple[str]], bool] | None = None
 
     async def follow(self, *channels: bytes) -> None:
         """Follow ``channels`` (besides those followed already): returns once Redis has
@@ -143,10 +150,22 @@ class Watch:
             return
         if item is RESYNC:  # what was queued is superseded by reading anew
             self._inbox.clear()
-        self._inbox.append(item)
+        if not self._supersede(item):
+            self._inbox.append(item)
         wake = self._wake
-        if wake is not None and not wake.done():
+        if wake is not None and not wake.done() and (self.wakes_for is None or self.wakes_for(item)):
             wake.set_result(None)
+
+    def _supersede(self, item: MatchEvent | Seated | Notice | tuple[str]) -> bool:
+        """For a waiter that follows its matches as of their latest events (``wakes_for``): put
+        ``item`` in the place of an earlier event of its match still in the inbox, if any."""
+        if self.wakes_for is None or not isinstance(item, MatchEvent) or item.match is None:
+            return False
+        for i, queued in enumerate(self._inbox):
+            if isinstance(queued, MatchEvent) and queued.match_id == item.match_id and queued.match is not None:
+                self._inbox[i] = item
+                return True
+        return False
 
     def close(self) -> None:
         if not self._closed:
@@ -442,22 +461,36 @@ class EventFeed:
         return connection
 
     async def _read(self, connection: AbstractConnection) -> None:
+        """Read the connection until it is lost: in the loop's I/O callback (_FeedProtocol),
+        which takes the socket over from redis-py's stream once connected (writes still go
+        through redis-py's connection)."""
+        reader: asyncio.StreamReader = getattr(connection, "_reader")  # noqa: B009 - redis-py's streams
+        writer: asyncio.StreamWriter = getattr(connection, "_writer")  # noqa: B009
+        protocol = _FeedProtocol(writer.transport, self._reply)
+        writer.transport.set_protocol(protocol)
+        buffered: bytearray = getattr(reader, "_buffer")  # noqa: B009 - what arrived before the protocol took over
+        if writer.transport.is_closing() or reader.at_eof() or reader.exception() is not None:
+            raise ConnectionError("the event feed's connection closed as it was opened")
         watchdog = asyncio.get_running_loop().call_later(self.ping_interval, self._ping, connection)
         try:
-            while True:
-                reply = await connection.read_response(timeout=math.inf, disconnect_on_error=False)
-                self._pinged_at = None
-                if not isinstance(reply, list) or not reply:
-                    continue
-                kind = reply[0]
-                if kind == b"message":
-                    self._deliver(reply[1], reply[2])
-                elif kind == b"subscribe":
-                    self._confirmed(reply[1])
-                elif kind == b"unsubscribe":
-                    self._left(reply[1])
+            if buffered:
+                protocol.data_received(bytes(buffered))
+                buffered.clear()
+            await protocol.lost
         finally:
             watchdog.cancel()
+
+    def _reply(self, reply: Any) -> None:
+        self._pinged_at = None
+        if not isinstance(reply, list) or not reply:
+            return
+        kind = reply[0]
+        if kind == b"message":
+            self._deliver(reply[1], reply[2])
+        elif kind == b"subscribe":
+            self._confirmed(reply[1])
+        elif kind == b"unsubscribe":
+            self._left(reply[1])
 
     def _ping(self, connection: AbstractConnection) -> None:
         """Every ``ping_interval`` s: a PING, and a connection that left the last one
@@ -576,6 +609,43 @@ class EventFeed:
             if not channel.confirmed.done():
                 channel.confirmed.cancel()
         self._channels.clear()
+
+
+class _FeedProtocol(asyncio.Protocol):
+    """The feed's connection read in the event loop's I/O callback itself: each message reaches
+    its waiters as its bytes arrive, and their tasks run in the loop's next turn. Read by a
+    task (redis-py's ``read_response``), the bytes only woke that task, which woke the waiters
+    a turn later still; under load a turn of the loop takes milliseconds (BENCHMARKS.md,
+    "From a commit to the turn frame written")."""
+
+    def __init__(self, transport: asyncio.BaseTransport, on_reply: Callable[[Any], None]) -> None:
+        self._transport = transport
+        self._on_reply = on_reply
+        self._parser = Reader()
+        #: resolved (with a ConnectionError) when the connection is lost
+        self.lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self._parser.feed(data)
+            while (reply := self._parser.gets()) is not False:
+                self._on_reply(reply)
+        except Exception as error:  # a reply this code cannot read, or a fault of its own: start afresh
+            log.exception("the event feed could not handle what Redis sent; reconnecting")
+            self._lose(ConnectionError(f"the event feed could not handle a reply: {error!r}"))
+            self._transport.abort()  # type: ignore[attr-defined]
+
+    def eof_received(self) -> bool:
+        self._lose(ConnectionError("Redis closed the event feed's connection"))
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lose(ConnectionError(f"the event feed's connection was lost ({exc!r})"))
+
+    def _lose(self, error: ConnectionError) -> None:
+        if not self.lost.done():
+            self.lost.set_exception(error)
+            self.lost.exception()  # (retrieved: a feed closing has stopped awaiting it)
 
 
 def _honour_cancel() -> None:

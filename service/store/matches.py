@@ -82,7 +82,12 @@ end
 # or '', '1' if the match ends, expected event id or '', how many events the stream keeps
 # (about; 0: all), the joining bot when it has a webhook or '', the channel of the joining bot
 # or '', how many webhook calls may be due, then each of them.
-# Channels are named after the keys: {m:<id>}:wake for a match, {b:<id>}:wake for a bot.
+# Channels are named after the keys: {m:<id>}:wake for a match, {b:<id>}:wake for a bot. The
+# event published on the match's channel carries when it was committed, by Redis's clock, as
+# its first key ``ct`` (µs since the epoch; the stream keeps the event without it): what
+# ``wizard_arena_turn_frame_seconds`` measures from, in whichever API process the event reaches.
+# A key of the event's, not a field of the message: a process that does not know it applies
+# the event as before.
 COMMIT_EVENT = QUEUE_WEBHOOK_CALLS + """
 local current = redis.call('HGET', KEYS[1], 'version')
 if not current then return {-1, 0} end
@@ -90,6 +95,7 @@ current = tonumber(current)
 if current ~= tonumber(ARGV[1]) then return {0, current} end
 if ARGV[9] ~= '' and redis.call('HGET', KEYS[1], 'eid') ~= ARGV[9] then return {0, current} end
 local version = current + 1
+local now = redis.call('TIME')
 local eid
 if ARGV[10] == '0' then
   eid = redis.call('XADD', KEYS[2], '*', 'v', version, 'e', ARGV[5])
@@ -97,7 +103,8 @@ else
   eid = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[10], '*', 'v', version, 'e', ARGV[5])
 end
 redis.call('HSET', KEYS[1], 'version', version, 'state', ARGV[3], 'live', ARGV[4], 'eid', eid)
-redis.call('PUBLISH', string.sub(KEYS[1], 1, -6) .. 'wake', version .. '|' .. eid .. '|' .. ARGV[5])
+redis.call('PUBLISH', string.sub(KEYS[1], 1, -6) .. 'wake', version .. '|' .. eid .. '|{"ct":' .. now[1]
+  .. string.rep('0', 6 - #now[2]) .. now[2] .. ',' .. string.sub(ARGV[5], 2))
 if ARGV[6] == '' then
   redis.call('ZREM', KEYS[3], ARGV[2])
 else
@@ -107,7 +114,6 @@ if ARGV[7] ~= '' then
   redis.call('HSET', KEYS[1], 'record', ARGV[7])
 end
 if ARGV[8] == '1' then
-  local now = redis.call('TIME')
   redis.call('ZADD', KEYS[4], tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000), ARGV[2])
 end
 if ARGV[11] ~= '' then
@@ -273,15 +279,20 @@ class WaitingFull(Exception):
 class MatchEvent:
     """One event of a match: as read from its stream, or as published with its commit. The
     feed sets ``match``: the match just after the event, shared by every waiter of the
-    process, never changed (None where the feed could not tell it)."""
+    process, never changed (None where the feed could not tell it). ``committed_at``: when the
+    event was committed, by Redis's clock (seconds since the epoch), for a published one (None
+    for one read from the stream)."""
 
-    __slots__ = ("event", "event_id", "match", "match_id", "version")
+    __slots__ = ("committed_at", "event", "event_id", "match", "match_id", "version")
 
-    def __init__(self, match_id: str, version: int, event_id: bytes, event: dict[str, Any]) -> None:
+    def __init__(
+        self, match_id: str, version: int, event_id: bytes, event: dict[str, Any], committed_at: float | None = None
+    ) -> None:
         self.match_id = match_id
         self.version = version
         self.event_id = event_id
         self.event = event
+        self.committed_at = committed_at
         self.match: LiveMatch | None = None
 
 
@@ -334,8 +345,10 @@ def decode_published(channel: bytes, data: bytes) -> MatchEvent | Seated | Notic
         if kind == "m":
             version, event_id, event = data.split(b"|", 2)
             decoded = orjson.loads(event)
+            committed_us = decoded.pop("ct", None)
             decoded["v"] = int(version)
-            return MatchEvent(owner, int(version), event_id, decoded)
+            committed_at = None if committed_us is None else committed_us / 1e6
+            return MatchEvent(owner, int(version), event_id, decoded, committed_at)
         if kind == "b":
             return Seated(owner, data.decode()) if channel.endswith(b":wake") else Notice(owner, data.decode())
     except (ValueError, orjson.JSONDecodeError):

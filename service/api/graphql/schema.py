@@ -58,7 +58,7 @@ from service.domain.matches import Caller, NewMatch, TurnWait, WaitEnd
 from service.domain.ratings import RatingMethod
 from service.domain.tournaments import NewTournament
 from service.errors import BadInput, NotFound
-from service.metrics import operation_label
+from service.metrics import TURN_COMMITTED_SCOPE_KEY, operation_label
 from service.model.challenge import Challenge as ChallengeValue
 from service.model.challenge import ChallengePolicy, ChallengeStatus
 from service.model.invitation import InvitationPolicy, InvitationStatus
@@ -105,6 +105,14 @@ def _wait(wait: TurnWait, caller: Caller, offer: InvitationToTournament | Challe
     )
 
 
+def _time_turn(info: Ctx, wait: TurnWait) -> None:
+    """Have the request's metrics time the turn its answer carries, once written (over HTTP;
+    a WebSocket's queries are not timed, its myTurns frames are)."""
+    request = info.context.request
+    if wait.committed_at is not None and request is not None and request.scope.get("type") == "http":
+        request.scope[TURN_COMMITTED_SCOPE_KEY] = wait.committed_at
+
+
 def _epoch_ms(moment: datetime | None) -> int | None:
     """A DateTime input in ms since the epoch (a time without a zone is taken as UTC)."""
     if moment is None:
@@ -144,10 +152,11 @@ class Query:
     )
     async def await_turn(self, info: Ctx, match_id: strawberry.ID | None = None, timeout_ms: int | None = None) -> Match | None:
         caller = await info.context.caller()
-        live = await info.context.services.matches.await_turn(
-            caller, None if match_id is None else str(match_id), timeout_ms
-        )
-        return None if live is None else _for(live, caller)
+        wait = await info.context.services.matches.next_turn(caller, None if match_id is None else str(match_id), timeout_ms)
+        if wait.reason is not WaitEnd.YOUR_TURN or wait.match is None:
+            return None
+        _time_turn(info, wait)
+        return _for(wait.match, caller)
 
     @strawberry.field(
         description="awaitTurn that says why it ended: the caller's turn (in matchId, or in any of its matches), "
@@ -172,6 +181,7 @@ class Query:
             wait, offer = await services.invitations.next_turn_or_invitation(caller, timeout_ms, invitations, challenges)
             return _wait(wait, caller, offer)
         wait = await services.matches.next_turn(caller, None if match_id is None else str(match_id), timeout_ms)
+        _time_turn(info, wait)
         return _wait(wait, caller)
 
     @strawberry.field(
@@ -541,8 +551,13 @@ class Subscription:
     @strawberry.subscription(description="The bot's view of any match where it now has to move.")
     async def my_turns(self, info: Ctx) -> AsyncGenerator[Match, None]:
         caller = await info.context.caller()
-        async for live in info.context.services.matches.my_turns(caller):
-            yield _for(live, caller)
+        metrics = info.context.services.metrics
+        async for wait in info.context.services.matches.my_turns(caller):
+            assert wait.match is not None
+            yield _for(wait.match, caller)
+            # asked for the next one: strawberry has written this one's frame (it sends each
+            # result before it asks for the next, in the same step of this operation's task)
+            metrics.turn_written(wait.committed_at, "websocket")
 
 
     @strawberry.subscription(
