@@ -284,8 +284,10 @@ def _play_tricks(
 
 def _bit_count(mask: i64) -> int:
     """``mask.bit_count()`` for a mask of cards (below ``2**60``) in native arithmetic, where
-    mypyc compiled the playout: ``int.bit_count`` is a method call for it, boxing the mask."""
-    mask -= (mask >> 1) & 0x5555555555555555
+    mypyc compiled the playout: ``int.bit_count`` is a method call for it, boxing the mask.
+    (Every constant is below ``2**62``, mypyc's unboxed ints: ``0x5555555555555555`` would be
+    a boxed int, converted on every call; ``mask >> 1`` has no bit above 58 to keep.)"""
+    mask -= (mask >> 1) & 0x0555555555555555
     mask = (mask & 0x3333333333333333) + ((mask >> 2) & 0x3333333333333333)
     mask = (mask + (mask >> 4)) & 0x0F0F0F0F0F0F0F0F
     mask += mask >> 8
@@ -298,8 +300,11 @@ def _dealt_hand(deck: list[int], first: int, dealt: int, n: int) -> int:
     """The hand of the seat dealt ``deck[first:dealt:n]`` (cards' bits), in native arithmetic
     where mypyc compiled the playout: ``sum`` of the slice would box every partial sum."""
     hand: i64 = 0
-    for k in range(first, dealt, n):
+    # (a while loop: mypyc compiles a range with a variable step as Python's range object)
+    k: i64 = first
+    while k < dealt:
         hand |= deck[k]
+        k += n
     return hand
 
 
