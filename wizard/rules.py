@@ -1,6 +1,8 @@
 """The rules as configuration: rulesets, variants, round counts, scoring, and what a
 match's variants change; and the rules of bidding and scoring a round, once, for both the
-checked step (:mod:`wizard.state`) and the fast playout (:mod:`wizard.playout`).  A :class:`MatchConfig` is immutable and validated on creation;
+checked step (:mod:`wizard.state`) and the fast playout (:mod:`wizard.playout`); scoring's
+function, :func:`score_round`, is :mod:`wizard.tricks`' (which mypyc compiles), re-exported
+here.  A :class:`MatchConfig` is immutable and validated on creation;
 a configuration RULES.md rules out raises :class:`ConfigError` naming the conflict.
 
 >>> cfg = MatchConfig(Ruleset.WIZARD, 4)
