@@ -5,7 +5,7 @@ This is the engine's second implementation of play, hand-optimised because searc
 millions of times: the checked step (:meth:`~wizard.state.MatchState.apply_action`) is the
 reference, and tests/engine/test_playout.py proves the two equal (same draws, same bytes,
 same outcome) for every ruleset, player count and variant set.  Bidding and scoring use the
-rules' own functions (:func:`~wizard.rules.legal_bids`, :func:`~wizard.rules.score_round`);
+rules' own functions (:func:`~wizard.rules.legal_bids`, :func:`~wizard.tricks.score_round`);
 trick play has one loop of its own (:func:`_play_tricks`) over tables built from the rules
 of :mod:`wizard.tricks`, and finishes a trick already begun with the checked step's own
 ``_play_card``; later rounds are dealt, bid and played in local variables
@@ -33,10 +33,10 @@ from wizard.cards import (
     lowest_copy,
 )
 from wizard.moves import ACTION_BID, ACTION_TRUMP
-from wizard.rules import Phase, legal_bids, score_round
+from wizard.rules import Phase, legal_bids
 from wizard.shuffle import MYPYC_COMPILED, SeedStream, fresh_shuffle, round_label
 from wizard.state import NO_SEAT, MatchState, Outcome
-from wizard.tricks import FOLLOW_MASK, LEAD_OPEN, playable, trick_table, trick_winner
+from wizard.tricks import FOLLOW_MASK, LEAD_OPEN, playable, score_round, trick_table, trick_winner
 
 if TYPE_CHECKING:
     # mypyc's native 64-bit int, in annotations only (see wizard.shuffle)
@@ -274,7 +274,7 @@ def _play_tricks(
                     follow = follow_of[card]
                     legal = legal_of[card]
                     open_lead = card >= JESTER_BASE
-        tricks[win] += 1
+        tricks[win] = tricks[win] + 1  # (``+=`` on an item is a generic call for mypyc)
         held -= 1.0
         if done is not None:
             done.append((leader, tuple([e & 0xFF for e in log[len(log) - n :]]), win))
@@ -284,8 +284,10 @@ def _play_tricks(
 
 def _bit_count(mask: i64) -> int:
     """``mask.bit_count()`` for a mask of cards (below ``2**60``) in native arithmetic, where
-    mypyc compiled the playout: ``int.bit_count`` is a method call for it, boxing the mask."""
-    mask -= (mask >> 1) & 0x5555555555555555
+    mypyc compiled the playout: ``int.bit_count`` is a method call for it, boxing the mask.
+    (Every constant is below ``2**62``, mypyc's unboxed ints: ``0x5555555555555555`` would be
+    a boxed int, converted on every call; ``mask >> 1`` has no bit above 58 to keep.)"""
+    mask -= (mask >> 1) & 0x0555555555555555
     mask = (mask & 0x3333333333333333) + ((mask >> 2) & 0x3333333333333333)
     mask = (mask + (mask >> 4)) & 0x0F0F0F0F0F0F0F0F
     mask += mask >> 8
@@ -298,8 +300,11 @@ def _dealt_hand(deck: list[int], first: int, dealt: int, n: int) -> int:
     """The hand of the seat dealt ``deck[first:dealt:n]`` (cards' bits), in native arithmetic
     where mypyc compiled the playout: ``sum`` of the slice would box every partial sum."""
     hand: i64 = 0
-    for k in range(first, dealt, n):
+    # (a while loop: mypyc compiles a range with a variable step as Python's range object)
+    k: i64 = first
+    while k < dealt:
         hand |= deck[k]
+        k += n
     return hand
 
 

@@ -1,6 +1,8 @@
 """The rules as configuration: rulesets, variants, round counts, scoring, and what a
 match's variants change; and the rules of bidding and scoring a round, once, for both the
-checked step (:mod:`wizard.state`) and the fast playout (:mod:`wizard.playout`).  A :class:`MatchConfig` is immutable and validated on creation;
+checked step (:mod:`wizard.state`) and the fast playout (:mod:`wizard.playout`); scoring's
+function, :func:`score_round`, is :mod:`wizard.tricks`' (which mypyc compiles), re-exported
+here.  A :class:`MatchConfig` is immutable and validated on creation;
 a configuration RULES.md rules out raises :class:`ConfigError` naming the conflict.
 
 >>> cfg = MatchConfig(Ruleset.WIZARD, 4)
@@ -22,6 +24,10 @@ from typing import TypeVar
 
 from wizard.cards import JUNIOR_DECK, WIZARD_DECK, Deck
 from wizard.errors import ConfigError
+
+# the round's score is added up where the playout runs natively (the compiled trick rules)
+from wizard.tricks import PointsTable as PointsTable
+from wizard.tricks import score_round as score_round
 
 
 class Ruleset(str, Enum):
@@ -63,8 +69,6 @@ class Scoring(Enum):
 
 
 MAX_TRICKS = 20
-#: ``table[bid][tricks]``: the points of a seat for one round
-PointsTable = tuple[tuple[int, ...], ...]
 #: ``POINTS[scoring][bid][tricks]``: :meth:`Scoring.points` precomputed for the engine.
 POINTS: dict[Scoring, PointsTable] = {
     scoring: tuple(tuple(scoring.points(b, t) for t in range(MAX_TRICKS + 1)) for b in range(MAX_TRICKS + 1))
@@ -86,19 +90,6 @@ def legal_bids(size: int, bids: Sequence[int | None], is_dealer: bool, plus_minu
         if 0 <= forbidden <= size:
             legal.remove(forbidden)
     return legal
-
-
-def score_round(points: PointsTable, bids: Sequence[int], tricks: Sequence[int], scores: list[int]) -> None:
-    """Add each seat's points for a round (its bid, the tricks it took) to ``scores``, from
-    the match's table of points (:attr:`MatchConfig.points`).
-
-    >>> scores = [0, 0, 0]
-    >>> score_round(POINTS[Scoring.STANDARD], bids=[1, 0, 2], tricks=[1, 1, 1], scores=scores)
-    >>> scores
-    [30, -10, -10]
-    """
-    for seat, bid in enumerate(bids):
-        scores[seat] += points[bid][tricks[seat]]
 
 
 class BidReveal(Enum):

@@ -1,5 +1,6 @@
-"""Trick play: what a seat may play (following the lead) and who takes a trick, each rule
-once, as a function, and as the tables the engine runs on.
+"""Trick play: what a seat may play (following the lead), who takes a trick, and what the
+tricks a seat took score against its bid, each rule once, as a function, and as the tables
+the engine runs on.
 
 >>> from wizard.cards import parse_cards, WIZARD_DECK
 >>> def winner(codes, trump):
@@ -30,6 +31,8 @@ LEAD_OPEN: Final = 6
 LEAD_FREE: Final = WIZARD
 #: ``FOLLOW_MASK[suit]``: the cards a seat holding that suit may play when it is led.
 FOLLOW_MASK = tuple(SUIT_MASK[s] | SPECIAL_MASK for s in range(4))
+#: ``table[bid][tricks]``: the points of a seat for one round (:data:`wizard.rules.POINTS`)
+PointsTable = tuple[tuple[int, ...], ...]
 
 
 def playable(hand: int, lead: int) -> int:
@@ -102,3 +105,17 @@ def trick_winner(cards: Sequence[int], trump: int | None, single_suit: bool = Fa
         if beats[cards[best]][cards[pos]]:
             best = pos
     return best
+
+
+def score_round(points: PointsTable, bids: Sequence[int], tricks: Sequence[int], scores: list[int]) -> None:
+    """Add each seat's points for a round (its bid, the tricks it took) to ``scores``, from
+    the match's table of points (:attr:`wizard.rules.MatchConfig.points`).
+
+    >>> from wizard.rules import POINTS, Scoring
+    >>> scores = [0, 0, 0]
+    >>> score_round(POINTS[Scoring.STANDARD], bids=[1, 0, 2], tricks=[1, 1, 1], scores=scores)
+    >>> scores
+    [30, -10, -10]
+    """
+    for seat, bid in enumerate(bids):
+        scores[seat] += points[bid][tricks[seat]]
