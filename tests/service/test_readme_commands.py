@@ -20,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +47,12 @@ def test_every_shell_block_says_how_it_is_run():
 
 
 @pytest.fixture(scope="module")
-def worker(start_worker: Any) -> Any:
-    return start_worker()
+def worker(start_worker: Any) -> Iterator[Any]:
+    """This module's own worker, stopped after it: left running, it would take the house
+    matches of modules that run later on the same Redis (tests/service/test_house_play.py)."""
+    process = start_worker()
+    yield process
+    process.stop()
 
 
 def run_block(block: Block, tmp_path: Path, port: int, redis_url: str) -> str:

@@ -39,9 +39,12 @@ def players(tmp_path: Path) -> Iterator[Callable[..., Process]]:
 
 
 @pytest.fixture(scope="module")
-def worker(start_worker: Any) -> Any:
-    """A worker, so that a seat whose bot fails to move really times out."""
-    return start_worker()
+def worker(start_worker: Any) -> Iterator[Any]:
+    """A worker, so that a seat whose bot fails to move really times out; stopped after the
+    module, as test_readme_commands.py's is."""
+    process = start_worker()
+    yield process
+    process.stop()
 
 
 def follow_to_end(api: Api, match_id: str, on_update: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
