@@ -79,26 +79,8 @@ test: lint test-fast test-service test-cluster
 test-fast: setup
 	$(BIN)/python -m pytest -n 2 $(FAST_TESTS)
 
-# The service tier in two runs, CI's time being tight: the files whose tests wait on a clock
-# (move deadlines, HTTP and WebSocket time limits, rate windows, webhook pauses, waits for a
-# turn, uvicorn's 5 s ping of its `--workers` children in the README's blocks) or kill and
-# restart processes run one at a time, as before, so that nothing else
-# loads the 2 cores under their timing; all the others run 2 at a time, a file to a worker
-# (--dist loadfile: a module's own API processes and workers start once, on one worker; each
-# worker has its session's own Redis, database and shared API).
-SERVICE_SERIAL_TESTS := tests/service/test_slow_clients.py tests/service/test_deadlines.py \
-	tests/service/test_up_crash.py tests/service/test_up_supervise.py tests/service/test_drain.py \
-	tests/service/test_outage.py tests/service/test_concurrency.py tests/service/test_rate_lease.py \
-	tests/service/test_cors_and_rate_limit_headers.py tests/service/test_hardening.py \
-	tests/service/test_turn_waits.py tests/service/test_two_processes.py tests/service/test_waiting.py \
-	tests/service/test_subscriptions.py tests/service/test_limits.py tests/service/test_webhooks.py \
-	tests/service/test_webhook_dispatchers.py tests/service/test_archive_faults.py \
-	tests/service/test_observability.py tests/service/test_match_homes.py tests/service/test_graphiql_page.py \
-	tests/service/test_readme_commands.py tests/service/test_house_play.py
-
 test-service: setup browser jq
-	$(BIN)/python -m pytest -n 2 --dist loadfile tests/service $(addprefix --ignore=,$(CLUSTER_OWN_TESTS) $(SERVICE_SERIAL_TESTS))
-	$(BIN)/python -m pytest $(SERVICE_SERIAL_TESTS)
+	$(BIN)/python -m pytest tests/service $(addprefix --ignore=,$(CLUSTER_OWN_TESTS))
 
 test-cluster: setup
 	ARENA_TEST_REDIS=cluster $(BIN)/python -m pytest $(CLUSTER_TESTS)

@@ -686,15 +686,10 @@ class MatchService:
         return await loop.run_in_executor(self._search_pool, house_move, view, seed, self.settings.search_seconds)
 
     # ------------------------------------------------------------------ waiting
-    async def await_turn(self, caller: Caller, match_id: str | None, timeout_ms: int | None) -> LiveMatch | None:
-        """The first match (``match_id``, or any of the caller's) where the caller must move,
-        as soon as there is one; None after ``timeout_ms`` (or once ``match_id`` is over)."""
-        wait = await self.next_turn(caller, match_id, timeout_ms)
-        return wait.match if wait.reason is WaitEnd.YOUR_TURN else None
-
     async def next_turn(self, caller: Caller, match_id: str | None, timeout_ms: int | None) -> TurnWait:
-        """As :meth:`await_turn`, saying why the wait ended: the caller's turn, the time ran
-        out, or the match waited on is over (FINISHED or ABORTED)."""
+        """The first match (``match_id``, or any of the caller's) where the caller must move,
+        as soon as there is one, saying why the wait ended: the caller's turn, the time ran
+        out (after ``timeout_ms``), or the match waited on is over (FINISHED or ABORTED)."""
         end = time.monotonic() + self.wait_seconds(timeout_ms)
         async with aclosing(self._turns(caller, match_id, end)) as turns:  # its wait ends here, not when collected
             async for wait in turns:

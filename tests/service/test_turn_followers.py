@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from service.domain.matches import Caller, NewMatch
+from service.domain.matches import Caller, NewMatch, WaitEnd
+from service.model.live_match import LiveMatch
 from tests.service.arena_client import MATCH_FIELDS, first_legal
 
 AWAIT = "query($m: ID, $t: Int) { awaitTurn(matchId: $m, timeoutMs: $t) { " + MATCH_FIELDS + " } }"
@@ -70,6 +71,11 @@ def test_the_bot_that_moved_is_not_handed_the_turn_it_has_just_played(api, servi
     def held_back(name: bytes, data: bytes) -> None:  # the messages come late, as on a busy loop
         held.append((name, data))
 
+    async def your_turn(caller: Caller, match_id: str) -> LiveMatch | None:
+        """The match if it is the caller's turn there now (a wait of 0 ms), else None."""
+        wait = await matches.next_turn(caller, match_id, 0)
+        return wait.match if wait.reason is WaitEnd.YOUR_TURN else None
+
     async def work() -> list[tuple[int, int | None]]:
         try:
             match = await matches.create(callers[0], NewMatch(ruleset="WIZARD_JUNIOR", players=3, first_dealer=2,
@@ -80,11 +86,11 @@ def test_the_bot_that_moved_is_not_handed_the_turn_it_has_just_played(api, servi
             for _ in range(12):  # the first moves, each seat's in turn
                 seat = match.awaiting()[0]
                 caller = callers[seat]
-                turn = await matches.await_turn(caller, match.id, 0)  # followed now: the feed keeps the match
+                turn = await your_turn(caller, match.id)  # followed now: the feed keeps the match
                 assert turn is not None and turn.version == match.version
                 feed._deliver = held_back  # type: ignore[method-assign]
                 moved = await matches.submit_move(caller, match.id, match.view(seat).legal_moves[0])
-                again = await matches.await_turn(caller, match.id, 0)  # before the move's message is heard
+                again = await your_turn(caller, match.id)  # before the move's message is heard
                 seen.append((moved.version, None if again is None else again.version))
                 feed._deliver = deliver  # type: ignore[method-assign]
                 for message in held:
