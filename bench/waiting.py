@@ -12,7 +12,12 @@
   written (``wizard_arena_turn_frame_seconds`` read from ``GET /metrics`` before and after the
   window: p50/p99 interpolated within its buckets, as Prometheus's ``histogram_quantile``);
   and the moves the server made for a bot that was too late (``timeouts``, read from the
-  matches).
+  matches). With ``--moves-per-second R`` the bots' moves go out at most R a second over all
+  of them (each waits for the next free slot of a shared pacer before sending): the latencies
+  at a stated load below what the server can take, where without it they are those of a
+  saturated server (every bot moving the instant its frame arrives). A bot handles its frames
+  one at a time, so with a pacer the client's figure also holds the time a frame waits behind
+  its bot's wait for a slot in another match; the server's is unaffected.
 
 The load generator is this process (asyncio, ``websockets``): on a 2-core machine it shares the
 CPU with the server, so rates are a floor; the server's CPU per move is its own.
@@ -245,7 +250,8 @@ async def _floor_kb_per_websocket(count: int) -> float:
 
 
 async def play(
-    host: str, port: int, server_pid: int, bots: int, matches: int, seconds: float, move_timeout_ms: int, seed: int
+    host: str, port: int, server_pid: int, bots: int, matches: int, seconds: float, move_timeout_ms: int, seed: int,
+    moves_per_second: float | None = None,
 ) -> dict[str, Any]:
     tokens = await _register_all(host, port, bots, f"play-{os.getpid()}-{seed}")
     subscribed = await _open_all(f"ws://{host}:{port}/graphql", tokens)
@@ -263,9 +269,10 @@ async def play(
     stop = float("inf")  # set when the measured window opens
     measuring = False
     rng = random.Random(seed)
+    next_slot = 0.0  # the pacer's next free send time (perf_counter), with moves_per_second
 
     async def run(bot: SubscribedBot) -> None:
-        nonlocal moves
+        nonlocal moves, next_slot
         async for turn in bot.frames():
             now = time.perf_counter()
             match_id = turn["id"]
@@ -275,6 +282,10 @@ async def play(
             if now >= stop:
                 continue  # the window is over: stop moving, keep reading until closed
             move = {k: v for k, v in rng.choice(turn["legalMoves"]).items() if v is not None}
+            if moves_per_second:
+                slot, next_slot = max(now, next_slot), max(now, next_slot) + 1 / moves_per_second
+                if slot > now:
+                    await asyncio.sleep(slot - now)
             sent_at[match_id] = time.perf_counter()
             answer = await bot.move(match_id, move, turn["version"])
             if answer.get("errors") and answer["errors"][0]["extensions"]["code"] != "STALE_VERSION":
@@ -320,6 +331,7 @@ async def play(
         "bots": bots,
         "matches": matches,
         "move_timeout_ms": move_timeout_ms,
+        "offered_moves_per_second": moves_per_second,
         "moves": moves,
         "moves_per_second": round(moves / elapsed, 1),
         "server_cpu_us_per_move": round(((cpu_after or 0) - (cpu_before or 0)) / max(moves, 1) * 1e6, 1),
@@ -338,13 +350,18 @@ async def play(
     }
 
 
-def bench_waiting(scenario: str, bots: int, matches: int, seconds: float, move_timeout_ms: int, seed: int) -> dict[str, Any]:
+def bench_waiting(
+    scenario: str, bots: int, matches: int, seconds: float, move_timeout_ms: int, seed: int,
+    moves_per_second: float | None = None,
+) -> dict[str, Any]:
     with running_server() as (host, port, redis_url, pids):
         if scenario == "idle":
             assert redis_url is not None
             result = asyncio.run(idle(host, port, redis_url, pids["server"], bots, seconds))
         else:
-            result = asyncio.run(play(host, port, pids["server"], bots, matches, seconds, move_timeout_ms, seed))
+            result = asyncio.run(
+                play(host, port, pids["server"], bots, matches, seconds, move_timeout_ms, seed, moves_per_second)
+            )
     return {"scenario": scenario, "seconds": seconds, **result}
 
 

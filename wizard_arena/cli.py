@@ -52,7 +52,9 @@ def _bench_search(args: argparse.Namespace) -> None:
 def _bench_waiting(args: argparse.Namespace) -> None:
     from bench.waiting import bench_waiting
 
-    result = bench_waiting(args.scenario, args.bots, args.matches, args.seconds, args.move_timeout_ms, args.seed)
+    result = bench_waiting(
+        args.scenario, args.bots, args.matches, args.seconds, args.move_timeout_ms, args.seed, args.moves_per_second
+    )
     print(json.dumps(result) if args.json else json.dumps(result, indent=2))
 
 
@@ -567,6 +569,9 @@ def build_parser() -> argparse.ArgumentParser:
     waiting.add_argument("--seconds", type=float, default=10.0, help="the measured window")
     waiting.add_argument("--move-timeout-ms", type=int, default=10_000)
     waiting.add_argument("--seed", type=int, default=1)
+    waiting.add_argument(
+        "--moves-per-second", type=float, help="play: pace the bots' moves to at most this many a second over all (default: as fast as they come)"
+    )
     waiting.add_argument("--json", action="store_true", help="print one JSON line")
     waiting.set_defaults(run=_bench_waiting)
 
