@@ -11,6 +11,7 @@ import asyncio
 import logging
 import threading
 import time
+from typing import Any
 
 from redis import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -123,6 +124,32 @@ def _keep_registered_until(worker: Worker, stop: threading.Event) -> None:
             pass
 
 
+class ArenaWorker(Worker):
+    """RQ's worker, whose start outlasts Redis going away in the middle of it."""
+
+    def bootstrap(self, *args: Any, **kwargs: Any) -> None:
+        """RQ's start (its birth registered, its channel followed, its state set), again with
+        back-off while Redis is away: RQ makes these calls before its loop, which is where it
+        handles an outage, so a Redis restart during a worker's start killed the worker with a
+        traceback. A start cut short may have registered the birth (a second one is refused
+        while the first lives: it goes first) and started the channel's thread (stopped: the
+        next start makes its own)."""
+        outage = Outage("Redis", None)  # the clock, in this process, says the outage in the log
+        while True:
+            try:
+                if outage.down:
+                    self.connection.delete(self.key)
+                super().bootstrap(*args, **kwargs)
+                return
+            except (RedisConnectionError, RedisTimeoutError) as error:
+                if self.pubsub_thread is not None:  # (it closes its connection as it ends)
+                    self.pubsub_thread.stop()
+                elif self.pubsub is not None:
+                    self.pubsub.close()
+                self.pubsub, self.pubsub_thread = None, None
+                time.sleep(outage.failed(error))
+
+
 def _rq_worker(connection: Redis) -> Worker:
     """The RQ worker, made once Redis answers: RQ registers it in Redis as it is made, so a
     worker started while Redis is away (restarting, say) would die; it waits with back-off
@@ -130,7 +157,7 @@ def _rq_worker(connection: Redis) -> Worker:
     outage = Outage("Redis", None)
     while True:
         try:
-            return Worker([Queue(name, connection=connection) for name in QUEUES], connection=connection)
+            return ArenaWorker([Queue(name, connection=connection) for name in QUEUES], connection=connection)
         except (RedisConnectionError, RedisTimeoutError) as error:
             time.sleep(outage.failed(error))
 

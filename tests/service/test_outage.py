@@ -7,13 +7,19 @@ once it is back."""
 from __future__ import annotations
 
 import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
+from redis import Redis
+from rq import Worker
 
 from service.store.embedded_redis import EmbeddedRedis
+from service.store.keys import CLOCK_HEARTBEATS
 from tests.service.arena_client import Api, Process, free_port, wait_until
 from tests.service.ws_client import GraphQLWS
+from worker import main as worker_main
 
 ME = "{ me { id name } }"
 
@@ -43,6 +49,10 @@ def test_a_redis_outage_is_unavailable_to_clients_and_said_once_in_the_logs(tmp_
         waiting = GraphQLWS(api.ws_url)
         waiting.init(token)
         waiting.subscribe("subscription { myTurns { id } }")
+        # the outage comes to a worker at work: its RQ loop running, its clock gone round once
+        wait_until(lambda: "Listening on" in worker.output() or None, "RQ's worker to start")
+        with Redis.from_url(url) as client:
+            wait_until(lambda: client.hlen(CLOCK_HEARTBEATS) or None, "the worker's clock to beat")
 
         redis_server.stop()
         graphql = api.http.post("/graphql", json={"query": ME}, headers=auth)
@@ -86,4 +96,49 @@ def test_a_redis_outage_is_unavailable_to_clients_and_said_once_in_the_logs(tmp_
         api.close()
         api.process.stop()
         worker.stop()
+        redis_server.stop()
+
+
+def test_an_rq_worker_whose_start_meets_a_redis_outage_starts_once_it_is_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RQ registers a worker's birth, follows its channel and sets its state before its loop,
+    which is where it handles an outage: a worker whose start met a Redis restart died with a
+    traceback. Here its birth is registered (a start cut short after it) and Redis stops; its
+    start waits, and once Redis is back the worker is registered and started, once."""
+    redis_server = EmbeddedRedis(tmp_path / "redis")
+    url = redis_server.start()
+    connection = Redis.from_url(url)
+    worker = worker_main._rq_worker(connection)
+    backing_off = threading.Event()
+    real_sleep = time.sleep
+
+    def sleep(seconds: float) -> None:
+        backing_off.set()
+        real_sleep(seconds)
+
+    monkeypatch.setattr(time, "sleep", sleep)  # the start's back-off (worker.main calls time.sleep)
+    failures: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            worker.bootstrap("WARNING")
+        except BaseException as error:  # noqa: BLE001 - reported by the test
+            failures.append(error)
+
+    try:
+        worker.register_birth()
+        redis_server.stop()
+        thread = threading.Thread(target=start, daemon=True)
+        thread.start()
+        assert backing_off.wait(30), "the start backs off while Redis is away"
+        redis_server = EmbeddedRedis(tmp_path / "redis")
+        assert redis_server.start() == url
+        thread.join(60)
+        assert not thread.is_alive() and not failures, failures
+        assert [w.name for w in Worker.all(connection=connection)] == [worker.name]
+        assert connection.hget(worker.key, "state") == b"started"
+    finally:
+        worker.unsubscribe()
+        connection.close()
         redis_server.stop()
