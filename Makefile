@@ -79,8 +79,16 @@ test: lint test-fast test-service test-cluster
 test-fast: setup
 	$(BIN)/python -m pytest -n 2 $(FAST_TESTS)
 
+# The service tier two files at a time (xdist, --dist loadfile: a module's API processes and
+# workers start once, on one worker; each worker has its session's own Redis, database and
+# shared API), then the README's blocks alone: uvicorn kills a `serve --workers` child that
+# misses its 5 s ping, which two files at a time on 2 loaded cores made it do. Serially the
+# tier took 13-14 of CI's 15 minutes.
+SERVICE_SERIAL_TESTS := tests/service/test_readme_commands.py
+
 test-service: setup browser jq
-	$(BIN)/python -m pytest tests/service $(addprefix --ignore=,$(CLUSTER_OWN_TESTS))
+	$(BIN)/python -m pytest -n 2 --dist loadfile tests/service $(addprefix --ignore=,$(CLUSTER_OWN_TESTS) $(SERVICE_SERIAL_TESTS))
+	$(BIN)/python -m pytest $(SERVICE_SERIAL_TESTS)
 
 test-cluster: setup
 	ARENA_TEST_REDIS=cluster $(BIN)/python -m pytest $(CLUSTER_TESTS)
