@@ -12,7 +12,12 @@ Two ways to play:
 Next to each rate, the CPU time the serve process (and the Redis server, when the bench
 started it) spent per request in that phase: on a shared machine this is steadier than the
 rate, which also depends on what else runs. ``move_cpu_vs_floor`` compares a solo move's
-server CPU with a floor request's.
+server CPU with a floor request's, and ``seated_interleaved.seat_cpu_vs_move_median`` a seated
+bot's move (both its requests) with a solo move's, each in alternating slices (see
+:func:`interleaved`). With Redis reachable, each phase also counts Redis's calls per
+request (``redis_scripts_per_request``, ``redis_commands_per_request``) and the µs a script
+took in it; ``commit_script_alone_us_per_call`` is the commit script's µs in a Redis the bench
+started, run alone at the end (the server and clients idle).
 
 The load generator speaks HTTP/1.1 over asyncio streams itself: httpx's async client topped
 out near 400 requests/s on this machine, which would have measured the client, not the server.
@@ -56,6 +61,8 @@ TURN_QUERY = (
     "query($m: ID!) { awaitTurn(matchId: $m, timeoutMs: 2000) { version status phase toAct hand "
     "legalMoves { bid card trump } currentTrick { seat card } seats { seat score bid tricks } } }"
 )
+#: the same, waiting longer than a slice of :func:`seated_interleaved` holds a table
+TURN_QUERY_LONG = TURN_QUERY.replace("timeoutMs: 2000", "timeoutMs: 10000")
 
 
 class HttpConnection:
@@ -192,6 +199,146 @@ async def solo(host: str, port: int, clients: int, seconds: float, seed: int, qu
     return {**_summary(latencies, elapsed), "matches_finished": matches_done}
 
 
+#: a workload of :func:`_alternating`: one client, given its index, the gate it waits at
+#: before each request (open during its slices), a counter of the requests it made, and when
+#: to stop (perf_counter)
+Workload = Any
+
+
+async def _alternating(
+    workloads: dict[str, tuple[Workload, int]], seconds: float, server_pid: int, slice_seconds: float
+) -> list[dict[str, Any]]:
+    """Two workloads (each with its number of clients) taking turns: one slice only the
+    first's requests, the next only the second's, and so on; per slice, its kind, requests
+    per second and the server's CPU per request."""
+    stop = time.perf_counter() + seconds
+    counts = dict.fromkeys(workloads, 0)
+    gates = {kind: asyncio.Event() for kind in workloads}
+
+    def counter(kind: str) -> Any:
+        def count(requests: int) -> None:
+            counts[kind] += requests
+        return count
+
+    async def conductor() -> list[dict[str, Any]]:
+        slices = []
+        kinds = itertools.cycle(workloads)
+        kind = next(kinds)
+        while time.perf_counter() < stop - slice_seconds:
+            gates[kind].set()
+            await asyncio.sleep(slice_seconds / 10)  # let the last slice's requests drain first
+            before_cpu, before = process_cpu_seconds(server_pid), dict(counts)
+            await asyncio.sleep(slice_seconds)
+            after_cpu, after = process_cpu_seconds(server_pid), dict(counts)
+            gates[kind].clear()
+            done = after[kind] - before[kind]
+            if done and before_cpu is not None and after_cpu is not None:
+                slices.append({
+                    "kind": kind, "per_second": done / slice_seconds, "cpu_us": (after_cpu - before_cpu) / done * 1e6,
+                })
+            kind = next(kinds)
+        for gate in gates.values():
+            gate.set()
+        return slices
+
+    tasks = [
+        asyncio.create_task(workload(i, gates[kind], counter(kind), stop))
+        for kind, (workload, clients) in workloads.items() for i in range(clients)
+    ]
+    slices = await conductor()
+    await asyncio.gather(*tasks)
+    return slices
+
+
+def _paired(slices: list[dict[str, Any]], first: str, second: str) -> dict[str, Any]:
+    """Medians over the pairs of neighbouring slices (``first`` then ``second``): each kind's
+    rate and CPU per request, the CPU of ``second`` against ``first``'s, its range, and the
+    same for the rates the other way round (what ``second`` costs in ``first``'s requests)."""
+    pairs = [(a, b) for a, b in itertools.pairwise(slices) if a["kind"] == first and b["kind"] == second]
+    ratios = [b["cpu_us"] / a["cpu_us"] for a, b in pairs]
+    rate_ratios = [a["per_second"] / b["per_second"] for a, b in pairs]
+
+    def median(kind: str, field: str) -> float | None:
+        values = [x[field] for x in slices if x["kind"] == kind]
+        return round(statistics.median(values), 1) if values else None
+
+    return {
+        "slices": len(slices),
+        f"{first}_per_second_median": median(first, "per_second"),
+        f"{second}_per_second_median": median(second, "per_second"),
+        f"{second}_cost_vs_{first}_median": round(statistics.median(rate_ratios), 2) if rate_ratios else None,
+        f"{first}_cpu_us_median": median(first, "cpu_us"),
+        f"{second}_cpu_us_median": median(second, "cpu_us"),
+        f"{second}_cpu_vs_{first}_median": round(statistics.median(ratios), 2) if ratios else None,
+        f"{second}_cpu_vs_{first}_range": [round(min(ratios), 2), round(max(ratios), 2)] if ratios else None,
+    }
+
+
+def _floor_workload(host: str, port: int) -> Workload:
+    async def client(index: int, gate: asyncio.Event, count: Any, stop: float) -> None:
+        conn = HttpConnection(host, port)
+        while time.perf_counter() < stop:
+            await gate.wait()
+            await conn.post("/graphql", {"query": "{ __typename }"})
+            count(1)
+        await conn.close()
+    return client
+
+
+def _solo_workload(host: str, port: int, seed: int) -> Workload:
+    """Solo play (:func:`solo`): a request a move."""
+    async def client(index: int, gate: asyncio.Event, count: Any, stop: float) -> None:
+        rng = random.Random(seed * 1000 + index)
+        conn = HttpConnection(host, port)
+        tokens = [await _register(conn, f"bench-il-{os.getpid()}-{seed}-{index}-{s}") for s in range(4)]
+        while time.perf_counter() < stop:
+            await gate.wait()  # set-up requests are made in move slices, and counted with them
+            match_id, local, version = await _stacked_match(conn, rng, tokens)
+            count(5)  # createMatch and four joinMatch: a few per ~540 moves
+            while not local.is_finished and time.perf_counter() < stop:
+                await gate.wait()
+                seat = local.awaiting()[0]
+                move = rng.choice(local.legal_moves(seat))
+                data = await _gql(conn, MOVE_QUERY, {"m": match_id, "mv": move.to_dict(), "v": version}, tokens[seat])
+                local.apply(seat, move)
+                version = data["submitMove"]["version"]
+                count(1)
+        await conn.close()
+    return client
+
+
+def _seated_workload(host: str, port: int, seed: int) -> Workload:
+    """Seated play (:func:`seats`), a client a table of four bots, each awaitTurn then
+    submitMove: a move counts once, for both its requests. A bot held at the gate holds its
+    table's next turn: an open awaitTurn waits across the other kind's slice, at no cost."""
+    async def client(index: int, gate: asyncio.Event, count: Any, stop: float) -> None:
+        setup = HttpConnection(host, port)
+        tokens = [await _register(setup, f"bench-ils-{os.getpid()}-{seed}-{index}-{s}") for s in range(4)]
+
+        async def bot(match_id: str, token: str, rng: random.Random) -> None:
+            conn = HttpConnection(host, port)
+            while time.perf_counter() < stop:
+                await gate.wait()
+                turn = (await _gql(conn, TURN_QUERY_LONG, {"m": match_id}, token))["awaitTurn"]
+                if turn is None:
+                    break
+                move = {k: v for k, v in rng.choice(turn["legalMoves"]).items() if v is not None}
+                await gate.wait()
+                await conn.post("/graphql", {"query": MOVE_QUERY, "variables": {"m": match_id, "mv": move, "v": turn["version"]}}, token)
+                count(1)
+            await conn.close()
+
+        while time.perf_counter() < stop:
+            await gate.wait()
+            match_id = (await _gql(setup, "mutation($i: CreateMatchInput!) { createMatch(input: $i) { id } }", {"i": {"players": 4}}, tokens[0]))["createMatch"]["id"]
+            for s in range(4):
+                await _gql(setup, "mutation($m: ID!, $s: Int) { joinMatch(matchId: $m, seat: $s) { version } }", {"m": match_id, "s": s}, tokens[s])
+            count(5)
+            await asyncio.gather(*(bot(match_id, tokens[s], random.Random(seed * 100 + index * 4 + s)) for s in range(4)))
+        await setup.close()
+    return client
+
+
 async def interleaved(
     host: str, port: int, clients: int, seconds: float, seed: int, server_pid: int, slice_seconds: float = 1.0
 ) -> dict[str, Any]:
@@ -203,75 +350,22 @@ async def interleaved(
     slice only floor requests, the next only moves (solo play), and so on; each pair of
     neighbouring slices gives one ratio of server CPU per request, and their median is
     ``move_cpu_vs_floor``."""
-    stop = time.perf_counter() + seconds
-    counts = {"floor": 0, "move": 0}
-    turn = {"floor": asyncio.Event(), "move": asyncio.Event()}
+    workloads = {"floor": (_floor_workload(host, port), clients), "move": (_solo_workload(host, port, seed), clients)}
+    return _paired(await _alternating(workloads, seconds, server_pid, slice_seconds), "floor", "move")
 
-    async def floor_client() -> None:
-        conn = HttpConnection(host, port)
-        while time.perf_counter() < stop:
-            await turn["floor"].wait()
-            await conn.post("/graphql", {"query": "{ __typename }"})
-            counts["floor"] += 1
-        await conn.close()
 
-    async def move_client(index: int) -> None:
-        rng = random.Random(seed * 1000 + index)
-        conn = HttpConnection(host, port)
-        tokens = [await _register(conn, f"bench-il-{os.getpid()}-{seed}-{index}-{s}") for s in range(4)]
-        while time.perf_counter() < stop:
-            await turn["move"].wait()  # set-up requests are made in move slices, and counted with them
-            match_id, local, version = await _stacked_match(conn, rng, tokens)
-            counts["move"] += 5  # createMatch and four joinMatch: a few per ~540 moves
-            while not local.is_finished and time.perf_counter() < stop:
-                await turn["move"].wait()
-                seat = local.awaiting()[0]
-                move = rng.choice(local.legal_moves(seat))
-                data = await _gql(conn, MOVE_QUERY, {"m": match_id, "mv": move.to_dict(), "v": version}, tokens[seat])
-                local.apply(seat, move)
-                version = data["submitMove"]["version"]
-                counts["move"] += 1
-        await conn.close()
-
-    async def conductor() -> list[dict[str, Any]]:
-        slices = []
-        kind = "floor"
-        while time.perf_counter() < stop - slice_seconds:
-            turn[kind].set()
-            await asyncio.sleep(slice_seconds / 10)  # let the last slice's requests drain first
-            before_cpu, before = process_cpu_seconds(server_pid), dict(counts)
-            await asyncio.sleep(slice_seconds)
-            after_cpu, after = process_cpu_seconds(server_pid), dict(counts)
-            turn[kind].clear()
-            done = after[kind] - before[kind]
-            if done and before_cpu is not None and after_cpu is not None:
-                slices.append({
-                    "kind": kind, "per_second": done / slice_seconds, "cpu_us": (after_cpu - before_cpu) / done * 1e6,
-                })
-            kind = "move" if kind == "floor" else "floor"
-        turn["floor"].set()
-        turn["move"].set()
-        return slices
-
-    tasks = [asyncio.create_task(floor_client()) for _ in range(clients)]
-    tasks += [asyncio.create_task(move_client(i)) for i in range(clients)]
-    slices = await conductor()
-    await asyncio.gather(*tasks)
-    pairs = [(a, b) for a, b in itertools.pairwise(slices) if a["kind"] == "floor" and b["kind"] == "move"]
-    ratios = [move["cpu_us"] / floor_slice["cpu_us"] for floor_slice, move in pairs]
-    rate_ratios = [floor_slice["per_second"] / move["per_second"] for floor_slice, move in pairs]
-    floor_cpu = [x["cpu_us"] for x in slices if x["kind"] == "floor"]
-    move_cpu = [x["cpu_us"] for x in slices if x["kind"] == "move"]
-    return {
-        "slices": len(slices),
-        "floor_per_second_median": round(statistics.median(x["per_second"] for x in slices if x["kind"] == "floor"), 1),
-        "moves_per_second_median": round(statistics.median(x["per_second"] for x in slices if x["kind"] == "move"), 1),
-        "move_cost_vs_floor_median": round(statistics.median(rate_ratios), 2) if rate_ratios else None,
-        "floor_cpu_us_median": round(statistics.median(floor_cpu), 1) if floor_cpu else None,
-        "move_cpu_us_median": round(statistics.median(move_cpu), 1) if move_cpu else None,
-        "move_cpu_vs_floor_median": round(statistics.median(ratios), 2) if ratios else None,
-        "move_cpu_vs_floor_range": [round(min(ratios), 2), round(max(ratios), 2)] if ratios else None,
+async def seated_interleaved(
+    host: str, port: int, clients: int, seconds: float, seed: int, server_pid: int, slice_seconds: float = 1.0
+) -> dict[str, Any]:
+    """A seated bot's move (awaitTurn, then submitMove) against a solo move, in alternating
+    slices as :func:`interleaved`: ``seat_cpu_vs_move_median`` is the issue's "seated bots ≤ 2×
+    the server CPU of a solo move per move", read the way code is compared on a shared machine.
+    ``clients`` solo clients and ``clients`` // 4 tables of four seated bots."""
+    workloads = {
+        "move": (_solo_workload(host, port, seed), clients),
+        "seat": (_seated_workload(host, port, seed), max(1, clients // 4)),
     }
+    return _paired(await _alternating(workloads, seconds, server_pid, slice_seconds), "move", "seat")
 
 
 async def seats(host: str, port: int, clients: int, seconds: float, seed: int) -> dict[str, Any]:
@@ -365,16 +459,68 @@ def process_cpu_seconds(pid: int, children: bool = False) -> float | None:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def _with_cpu(pids: dict[str, int], measure: Any) -> dict[str, Any]:
-    """Run one measurement; add each process's CPU per request (us) during it."""
+def _command_stats(redis_url: str | None) -> dict[str, dict[str, float]]:
+    if redis_url is None:
+        return {}
+    import redis
+
+    with redis.Redis.from_url(redis_url) as client:
+        return client.info("commandstats")
+
+
+def _with_cpu(pids: dict[str, int], measure: Any, redis_url: str | None = None) -> dict[str, Any]:
+    """Run one measurement; add each process's CPU per request (us) during it, and with
+    ``redis_url``, the Redis calls per request: scripts (``EVALSHA``; the commit is one), all
+    commands (a script's own calls counted too), and the µs a script took in Redis."""
     before = {name: process_cpu_seconds(pid) for name, pid in pids.items()}
+    stats_before = _command_stats(redis_url)
     result: dict[str, Any] = measure()
     for name, pid in pids.items():
         after = process_cpu_seconds(pid)
         started = before[name]
         if started is not None and after is not None and result["requests"]:
             result[f"{name}_cpu_us_per_request"] = round((after - started) / result["requests"] * 1e6, 1)
+    stats_after = _command_stats(redis_url)
+    if stats_after and result["requests"]:
+        def grown(command: str, field: str) -> float:
+            return stats_after.get(command, {}).get(field, 0) - stats_before.get(command, {}).get(field, 0)
+
+        scripts = grown("cmdstat_evalsha", "calls")
+        result["redis_scripts_per_request"] = round(scripts / result["requests"], 2)
+        result["redis_commands_per_request"] = round(sum(grown(c, "calls") for c in stats_after) / result["requests"], 2)
+        if scripts:
+            result["redis_script_us_per_call"] = round(grown("cmdstat_evalsha", "usec") / scripts, 1)
     return result
+
+
+def commit_script_alone(redis_url: str, commits: int = 5000) -> float:
+    """The µs Redis spends in one commit (:data:`service.store.matches.COMMIT_EVENT`, a move of a
+    4-player match with a turn's webhook call to look up), the API and the clients idle: the
+    script's own cost, next to what it takes while they share the cores (``redis_script_us_per_call``).
+    A match of its own (a scratch key, deleted after), commits pipelined 50 at a time."""
+    import redis
+
+    from service.store.keys import events_key, home_key, match_key
+    from service.store.matches import COMMIT_EVENT
+
+    match_id = f"bench{os.getpid():011d}"
+    keys = [match_key(match_id), events_key(match_id), *(home_key(0, n) for n in ("deadlines", "unsettled", "webhook-calls"))]
+    state, live = bytes(range(256)) * 4, json.dumps({"status": "ACTIVE", "pad": "x" * 1000})
+    event = '{"t":"move","seat":1,"a":64,"by":"bot","dl":1795880948333,"th":20}'
+    with redis.Redis.from_url(redis_url) as client:
+        sha = client.script_load(COMMIT_EVENT)
+        client.hset(keys[0], mapping={"version": 0, "hooked": "|"})
+        before = client.info("commandstats").get("cmdstat_evalsha", {"calls": 0, "usec": 0})
+        for start in range(0, commits, 50):
+            pipe = client.pipeline(transaction=False)
+            for version in range(start, min(start + 50, commits)):
+                pipe.evalsha(sha, len(keys), *keys, version, match_id, state, live, event, 1795880948333, "", "0", "",
+                             2000, "", "", 1, f"{match_id}|{version + 1}|2|turn|bot")
+            assert all(answer[0] == 1 for answer in pipe.execute())
+        after = client.info("commandstats")["cmdstat_evalsha"]
+        client.delete(keys[0], keys[1])
+        client.zrem(keys[2], match_id)
+    return round((after["usec"] - before["usec"]) / (after["calls"] - before["calls"]), 1)
 
 
 def _free_port() -> int:
@@ -443,8 +589,8 @@ def bench_service(clients: int, seconds: float, seed: int, url: str | None, quic
             "machine": f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}",
         }
         asyncio.run(floor(host, port, clients, 1.0))  # warm-up
-        result["floor"] = _with_cpu(pids, lambda: asyncio.run(floor(host, port, clients, seconds)))
-        result["solo"] = _with_cpu(pids, lambda: asyncio.run(solo(host, port, clients, seconds, seed)))
+        result["floor"] = _with_cpu(pids, lambda: asyncio.run(floor(host, port, clients, seconds)), redis_url)
+        result["solo"] = _with_cpu(pids, lambda: asyncio.run(solo(host, port, clients, seconds, seed)), redis_url)
         if "server" in pids:
             result["interleaved"] = asyncio.run(
                 interleaved(host, port, clients, max(seconds, 10.0), seed + 7, pids["server"])
@@ -456,9 +602,16 @@ def bench_service(clients: int, seconds: float, seed: int, url: str | None, quic
         result["solo_full_view"] = _with_cpu(
             pids, lambda: asyncio.run(solo(host, port, clients, seconds, seed + 1, MOVE_QUERY_FULL_VIEW))
         )
-        result["seats"] = _with_cpu(pids, lambda: asyncio.run(seats(host, port, clients, seconds, seed)))
+        result["seats"] = _with_cpu(pids, lambda: asyncio.run(seats(host, port, clients, seconds, seed)), redis_url)
         if redis_url is not None:
             result["house_bot_delay"] = asyncio.run(house_bots(host, port, redis_url, seed))
+        if "redis" in pids:  # the bench's own Redis: nothing else's keys
+            assert redis_url is not None
+            result["commit_script_alone_us_per_call"] = commit_script_alone(redis_url)
+        if "server" in pids:
+            result["seated_interleaved"] = asyncio.run(
+                seated_interleaved(host, port, clients, max(seconds, 10.0), seed + 11, pids["server"])
+            )
         result["move_cost_vs_floor"] = round(result["floor"]["per_second"] / result["solo"]["per_second"], 2)
         _cpu_ratio(result)
         return result
