@@ -84,16 +84,9 @@ def run_worker(settings: Settings, burst: bool = False) -> None:
     clock.start()
     clock.ready.wait(10)
     connection = Redis.from_url(jobs_url(settings))
-    registered = threading.Event()  # set: stop keeping the registration
     try:
-        worker = _rq_worker(connection)
-        threading.Thread(target=_keep_registered_until, args=(worker, registered), name="rq-registration",
-                         daemon=True).start()
-        # No RQ scheduler: no job is queued for later (the clock queues work when it is due) nor
-        # retried after an interval, and its process died with a traceback whenever Redis went away.
-        worker.work(with_scheduler=False, burst=burst, logging_level="INFO")
+        work_until_told_to_stop(connection, burst)
     finally:
-        registered.set()
         clock.stop()
         connection.close()
 
@@ -125,7 +118,10 @@ def _keep_registered_until(worker: Worker, stop: threading.Event) -> None:
 
 
 class ArenaWorker(Worker):
-    """RQ's worker, whose start outlasts Redis going away in the middle of it."""
+    """RQ's worker, whose start and end outlast Redis going away in the middle of them, and
+    which says whether it stopped because it was told to (:attr:`told_to_stop`)."""
+
+    told_to_stop = False
 
     def bootstrap(self, *args: Any, **kwargs: Any) -> None:
         """RQ's start (its birth registered, its channel followed, its state set), again with
@@ -142,15 +138,75 @@ class ArenaWorker(Worker):
                 super().bootstrap(*args, **kwargs)
                 return
             except (RedisConnectionError, RedisTimeoutError) as error:
-                if self.pubsub_thread is not None:  # (it closes its connection as it ends)
-                    self.pubsub_thread.stop()
-                elif self.pubsub is not None:
-                    self.pubsub.close()
-                self.pubsub, self.pubsub_thread = None, None
+                self._stop_channel()
                 time.sleep(outage.failed(error))
 
+    def teardown(self) -> None:
+        """RQ's end, which registers the death: with Redis away, the worker's key expires by
+        itself (RQ's registry drops it then) and its channel's thread is stopped."""
+        try:
+            super().teardown()
+        except (RedisConnectionError, RedisTimeoutError):
+            self._stop_channel()
 
-def _rq_worker(connection: Redis) -> Worker:
+    def request_stop(self, signum: Any, frame: Any) -> None:
+        self.told_to_stop = True
+        super().request_stop(signum, frame)
+
+    def _stop_channel(self) -> None:
+        if self.pubsub_thread is not None:  # (it closes its connection as it ends)
+            self.pubsub_thread.stop()
+        elif self.pubsub is not None:
+            self.pubsub.close()
+        self.pubsub, self.pubsub_thread = None, None
+
+
+class _OutageInOneLine(logging.Filter):
+    """RQ's loop quits on an error outside its wait for jobs, an outage too, and logs it with
+    its traceback: an outage (the clock says it, once) is one line here, without it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, RedisConnectionError | RedisTimeoutError):
+            record.msg, record.args = f"{record.getMessage()} ({type(error).__name__}: {error})", ()
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+def work_until_told_to_stop(connection: Redis, burst: bool = False) -> None:
+    """RQ's worker at work until it is told to stop (SIGTERM, SIGINT), or with ``burst``, until
+    the queue is empty. RQ's loop handles an outage only while it waits for a job: one that
+    comes during any of its other calls (its state set, a heartbeat, a job's result stored)
+    ends the loop, and the worker with it. Here a new worker starts in its place, once Redis
+    answers (a second after the last one ended, then with back-off while they keep ending)."""
+    rq_log = logging.getLogger("rq.worker")
+    one_line = _OutageInOneLine()
+    rq_log.addFilter(one_line)
+    wait = 0.0
+    try:
+        while True:
+            worker = _rq_worker(connection)
+            registered = threading.Event()  # set: stop keeping the registration
+            threading.Thread(target=_keep_registered_until, args=(worker, registered), name="rq-registration",
+                             daemon=True).start()
+            began = time.monotonic()
+            try:
+                # No RQ scheduler: no job is queued for later (the clock queues work when it is
+                # due) nor retried after an interval, and its process died with a traceback
+                # whenever Redis went away.
+                worker.work(with_scheduler=False, burst=burst, logging_level="INFO")
+            finally:
+                registered.set()
+            if burst or worker.told_to_stop:
+                return
+            wait = 1.0 if time.monotonic() - began > 60 else min(max(wait * 2, 1.0), 30.0)
+            log.warning("RQ's worker %s stopped on an error (said above); another starts in %g s", worker.name, wait)
+            time.sleep(wait)
+    finally:
+        rq_log.removeFilter(one_line)
+
+
+def _rq_worker(connection: Redis) -> ArenaWorker:
     """The RQ worker, made once Redis answers: RQ registers it in Redis as it is made, so a
     worker started while Redis is away (restarting, say) would die; it waits with back-off
     instead (the clock, in this process, says the outage in the log)."""

@@ -6,13 +6,16 @@ once it is back."""
 
 from __future__ import annotations
 
+import logging
 import os
+import signal
 import threading
 import time
 from pathlib import Path
 
 import pytest
 from redis import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 from rq import Worker
 
 from service.store.embedded_redis import EmbeddedRedis
@@ -142,3 +145,44 @@ def test_an_rq_worker_whose_start_meets_a_redis_outage_starts_once_it_is_back(
         worker.unsubscribe()
         connection.close()
         redis_server.stop()
+
+
+def test_an_rq_loop_ended_by_an_outage_gives_way_to_a_new_worker_and_says_it_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """RQ's loop handles an outage only while it waits for a job: one during its other calls
+    (setting its state before the wait, here) ended the loop, and the worker with it. A new
+    worker takes its place, and the outage is one line of RQ's log, without a traceback; the
+    new worker, told to stop, stops."""
+    redis_server = EmbeddedRedis(tmp_path / "redis")
+    connection = Redis.from_url(redis_server.start())
+    workers: list[str] = []
+
+    def wait_for_a_job(self: worker_main.ArenaWorker, timeout: int | None, max_idle_time: int | None = None) -> None:
+        workers.append(self.name)
+        if len(workers) == 1:
+            raise RedisConnectionError("Connection closed by server.")
+        self.request_stop(signal.SIGTERM, None)  # idle: RQ ends its loop at once
+
+    monkeypatch.setattr(worker_main.ArenaWorker, "dequeue_job_and_maintain_ttl", wait_for_a_job)
+    rq_lines: list[str] = []
+    rq_log = logging.getLogger("rq.worker")  # RQ's own handlers, not propagated
+    capture = logging.Handler()
+    capture.emit = lambda record: rq_lines.append(logging.Formatter().format(record))  # type: ignore[method-assign]
+    rq_log.addHandler(capture)
+    handlers = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with caplog.at_level(logging.WARNING, logger="wizard_arena.worker"):
+            worker_main.work_until_told_to_stop(connection)
+        assert len(set(workers)) == 2, workers
+        assert Worker.all(connection=connection) == [], "both ends registered"
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+        rq_log.removeHandler(capture)
+        connection.close()
+        redis_server.stop()
+    (quit_line,) = [line for line in rq_lines if "unhandled exception" in line]
+    assert quit_line.endswith("(ConnectionError: Connection closed by server.)"), quit_line
+    assert not any("Traceback" in line for line in rq_lines), rq_lines
+    assert f"RQ's worker {workers[0]} stopped on an error" in caplog.text, caplog.text
