@@ -38,7 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -202,7 +202,7 @@ async def solo(host: str, port: int, clients: int, seconds: float, seed: int, qu
 #: a workload of :func:`_alternating`: one client, given its index, the gate it waits at
 #: before each request (open during its slices), a counter of the requests it made, and when
 #: to stop (perf_counter)
-Workload = Any
+Workload = Callable[[int, asyncio.Event, Callable[[int], None], float], Coroutine[Any, Any, None]]
 
 
 async def _alternating(
@@ -215,7 +215,7 @@ async def _alternating(
     counts = dict.fromkeys(workloads, 0)
     gates = {kind: asyncio.Event() for kind in workloads}
 
-    def counter(kind: str) -> Any:
+    def counter(kind: str) -> Callable[[int], None]:
         def count(requests: int) -> None:
             counts[kind] += requests
         return count
@@ -275,7 +275,7 @@ def _paired(slices: list[dict[str, Any]], first: str, second: str) -> dict[str, 
 
 
 def _floor_workload(host: str, port: int) -> Workload:
-    async def client(index: int, gate: asyncio.Event, count: Any, stop: float) -> None:
+    async def client(index: int, gate: asyncio.Event, count: Callable[[int], None], stop: float) -> None:
         conn = HttpConnection(host, port)
         while time.perf_counter() < stop:
             await gate.wait()
@@ -287,7 +287,7 @@ def _floor_workload(host: str, port: int) -> Workload:
 
 def _solo_workload(host: str, port: int, seed: int) -> Workload:
     """Solo play (:func:`solo`): a request a move."""
-    async def client(index: int, gate: asyncio.Event, count: Any, stop: float) -> None:
+    async def client(index: int, gate: asyncio.Event, count: Callable[[int], None], stop: float) -> None:
         rng = random.Random(seed * 1000 + index)
         conn = HttpConnection(host, port)
         tokens = [await _register(conn, f"bench-il-{os.getpid()}-{seed}-{index}-{s}") for s in range(4)]
@@ -311,7 +311,7 @@ def _seated_workload(host: str, port: int, seed: int) -> Workload:
     """Seated play (:func:`seats`), a client a table of four bots, each awaitTurn then
     submitMove: a move counts once, for both its requests. A bot held at the gate holds its
     table's next turn: an open awaitTurn waits across the other kind's slice, at no cost."""
-    async def client(index: int, gate: asyncio.Event, count: Any, stop: float) -> None:
+    async def client(index: int, gate: asyncio.Event, count: Callable[[int], None], stop: float) -> None:
         setup = HttpConnection(host, port)
         tokens = [await _register(setup, f"bench-ils-{os.getpid()}-{seed}-{index}-{s}") for s in range(4)]
 
