@@ -18,6 +18,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from rq import Queue, Worker, worker_registration
+from rq.exceptions import StopRequested
 
 from service.domain.services import Services, StoppedWhileStarting
 from service.health import host_name
@@ -202,6 +203,8 @@ def work_until_told_to_stop(connection: Redis, burst: bool = False) -> None:
             wait = 1.0 if time.monotonic() - began > 60 else min(max(wait * 2, 1.0), 30.0)
             log.warning("RQ's worker %s stopped on an error (said above); another starts in %g s", worker.name, wait)
             time.sleep(wait)
+    except StopRequested:  # told to stop between two workers (by the last one's signal handlers)
+        return
     finally:
         rq_log.removeFilter(one_line)
 

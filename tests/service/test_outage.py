@@ -147,13 +147,14 @@ def test_an_rq_worker_whose_start_meets_a_redis_outage_starts_once_it_is_back(
         redis_server.stop()
 
 
+@pytest.mark.parametrize("stopped", ["the next worker", "between the workers"])
 def test_an_rq_loop_ended_by_an_outage_gives_way_to_a_new_worker_and_says_it_in_one_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    stopped: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """RQ's loop handles an outage only while it waits for a job: one during its other calls
     (setting its state before the wait, here) ended the loop, and the worker with it. A new
-    worker takes its place, and the outage is one line of RQ's log, without a traceback; the
-    new worker, told to stop, stops."""
+    worker takes its place, and the outage is one line of RQ's log, without a traceback. Told
+    to stop (SIGTERM), the next worker stops; so does the wait before it."""
     redis_server = EmbeddedRedis(tmp_path / "redis")
     connection = Redis.from_url(redis_server.start())
     workers: list[str] = []
@@ -162,9 +163,20 @@ def test_an_rq_loop_ended_by_an_outage_gives_way_to_a_new_worker_and_says_it_in_
         workers.append(self.name)
         if len(workers) == 1:
             raise RedisConnectionError("Connection closed by server.")
-        self.request_stop(signal.SIGTERM, None)  # idle: RQ ends its loop at once
+        os.kill(os.getpid(), signal.SIGTERM)  # idle: RQ ends its loop at once
 
     monkeypatch.setattr(worker_main.ArenaWorker, "dequeue_job_and_maintain_ttl", wait_for_a_job)
+    told: list[float] = []  # the waits between workers cut short by a SIGTERM
+    if stopped == "between the workers":
+        real_sleep = time.sleep
+
+        def sleep(seconds: float) -> None:
+            if not told and threading.current_thread() is threading.main_thread():  # the wait before the next worker
+                told.append(seconds)
+                os.kill(os.getpid(), signal.SIGTERM)  # to the last worker's handlers
+            real_sleep(seconds)
+
+        monkeypatch.setattr(time, "sleep", sleep)
     rq_lines: list[str] = []
     rq_log = logging.getLogger("rq.worker")  # RQ's own handlers, not propagated
     capture = logging.Handler()
@@ -174,8 +186,9 @@ def test_an_rq_loop_ended_by_an_outage_gives_way_to_a_new_worker_and_says_it_in_
     try:
         with caplog.at_level(logging.WARNING, logger="wizard_arena.worker"):
             worker_main.work_until_told_to_stop(connection)
-        assert len(set(workers)) == 2, workers
-        assert Worker.all(connection=connection) == [], "both ends registered"
+        assert len(set(workers)) == (2 if stopped == "the next worker" else 1), workers
+        assert stopped == "the next worker" or told == [1.0], told
+        assert Worker.all(connection=connection) == [], "every end registered"
     finally:
         for number, handler in handlers.items():
             signal.signal(number, handler)
