@@ -81,10 +81,12 @@ test-fast: setup
 
 # The service tier two files at a time (xdist, --dist loadfile: a module's API processes and
 # workers start once, on one worker; each worker has its session's own Redis, database and
-# shared API), then the README's blocks alone: uvicorn kills a `serve --workers` child that
-# misses its 5 s ping, which two files at a time on 2 loaded cores made it do. Serially the
-# tier took 13-14 of CI's 15 minutes.
-SERVICE_SERIAL_TESTS := tests/service/test_readme_commands.py
+# shared API), then alone the files whose timing another file beside them upset: the README's
+# blocks (uvicorn kills a `serve --workers` child that misses its 5 s ping, which two files
+# at a time on 2 loaded cores made it do) and the slow clients' (a thousand trickles held for
+# their 2 s limit while /healthz is probed every 0.25 s). Serially the tier took 13-14 of
+# CI's 15 minutes.
+SERVICE_SERIAL_TESTS := tests/service/test_readme_commands.py tests/service/test_slow_clients.py
 
 test-service: setup browser jq
 	$(BIN)/python -m pytest -n 2 --dist loadfile tests/service $(addprefix --ignore=,$(CLUSTER_OWN_TESTS) $(SERVICE_SERIAL_TESTS))
