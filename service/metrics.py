@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, MutableMapping
 from typing import Any
 
 from graphql import DocumentNode, FieldNode, OperationDefinitionNode
@@ -27,6 +27,16 @@ TURN_FRAME_BUCKETS = (
 #: the request scope's key for the commit time of the turn an HTTP answer carries (a long
 #: poll's: TurnWait.committed_at), observed once the answer is written (service.api.app)
 TURN_COMMITTED_SCOPE_KEY = "wizard_arena.turn_committed_at"
+
+
+def time_turn_when_written(scope: MutableMapping[str, Any], committed_at: float | None) -> None:
+    """Have the request's metrics (service.api.app) time the turn its HTTP answer carries,
+    from ``committed_at`` (TurnWait.committed_at; None: not one to count) to the answer
+    written. A WebSocket's queries are not timed: its myTurns frames are."""
+    if committed_at is not None and scope.get("type") == "http":
+        scope[TURN_COMMITTED_SCOPE_KEY] = committed_at
+
+
 #: the label of a GraphQL request whose operation is not one root field the schema has
 OTHER_OPERATION = "other"
 #: the RQ queue the workers run (worker.clock.JOB_QUEUE), as RQ keeps it in Redis

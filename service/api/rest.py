@@ -28,7 +28,7 @@ from service.domain.matches import Caller, WaitEnd
 from service.domain.replays import replay_frames
 from service.domain.services import Services
 from service.errors import BadInput, NotFound, ServiceError, retry_after_header, service_error
-from service.metrics import TURN_COMMITTED_SCOPE_KEY
+from service.metrics import time_turn_when_written
 from service.model.live_match import LiveMatch
 from service.store.exports import RecordFilter, bot_records
 from wizard import Ruleset
@@ -240,8 +240,8 @@ def routes(services_of: Callable[[Request], Services]) -> list[Route]:
         # the body as it always was (the match where it is your turn, else null); the header
         # says why the wait ended, as nextTurn's reason
         live = wait.match if wait.reason is WaitEnd.YOUR_TURN else None
-        if live is not None and wait.committed_at is not None:
-            request.scope[TURN_COMMITTED_SCOPE_KEY] = wait.committed_at  # timed once written (RequestMetrics)
+        if live is not None:
+            time_turn_when_written(request.scope, wait.committed_at)
         return JSONResponse(None if live is None else match_json(live, caller), headers={TURN_REASON: wait.reason.value})
 
     async def get_record(request: Request, services: Services, caller: Caller | None) -> Response:

@@ -58,7 +58,7 @@ from service.domain.matches import Caller, NewMatch, TurnWait, WaitEnd
 from service.domain.ratings import RatingMethod
 from service.domain.tournaments import NewTournament
 from service.errors import BadInput, NotFound
-from service.metrics import TURN_COMMITTED_SCOPE_KEY, operation_label
+from service.metrics import operation_label, time_turn_when_written
 from service.model.challenge import Challenge as ChallengeValue
 from service.model.challenge import ChallengePolicy, ChallengeStatus
 from service.model.invitation import InvitationPolicy, InvitationStatus
@@ -106,11 +106,9 @@ def _wait(wait: TurnWait, caller: Caller, offer: InvitationToTournament | Challe
 
 
 def _time_turn(info: Ctx, wait: TurnWait) -> None:
-    """Have the request's metrics time the turn its answer carries, once written (over HTTP;
-    a WebSocket's queries are not timed, its myTurns frames are)."""
     request = info.context.request
-    if wait.committed_at is not None and request is not None and request.scope.get("type") == "http":
-        request.scope[TURN_COMMITTED_SCOPE_KEY] = wait.committed_at
+    if request is not None:
+        time_turn_when_written(request.scope, wait.committed_at)
 
 
 def _epoch_ms(moment: datetime | None) -> int | None:
