@@ -13,6 +13,7 @@ from strawberry.extensions import ParserCache
 from strawberry.schema.config import StrawberryConfig
 
 from contract import MATCH
+from service.api.graphql import execution
 from service.api.graphql.execution import ArenaExecutionContext
 from service.api.graphql.types import LiveMatchType, Match, match_type
 from service.model.live_match import LiveMatch, MatchSettings, SeatHolder
@@ -132,3 +133,29 @@ def test_a_null_where_a_value_is_promised_or_a_raising_field_is_reported_at_its_
         assert direct.errors and general.errors
         assert direct.data == general.data
         assert [(e.message, e.path) for e in direct.errors] == [(e.message, e.path) for e in general.errors]
+
+
+def test_a_selection_whose_fields_a_variable_chooses_answers_each_request_by_its_own_variables() -> None:
+    """Under ``@include``/``@skip`` the same nodes collect other fields for other variables:
+    neither the compiled selection nor the shared answer of one request may serve another."""
+    document = (
+        "query($s: Int, $yes: Boolean!) { match(seat: $s) { version seats { seat score @include(if: $yes) "
+        "...B } } } fragment B on Seat { bid @skip(if: $yes) }"
+    )
+    live = MATCHES[len(MATCHES) // 2]
+    for yes in [True, False, True]:
+        direct = DIRECT.execute_sync(document, variable_values={"s": 0, "yes": yes}, context_value={"live": live})
+        general = GENERAL.execute_sync(document, variable_values={"s": 0, "yes": yes}, context_value={"live": live})
+        assert direct.errors is None and direct.data == general.data
+        assert all(("score" in seat) is yes and ("bid" in seat) is not yes for seat in direct.data["match"]["seats"])
+
+
+def test_a_selection_is_compiled_once_and_answers_later_versions_alike() -> None:
+    document = DOCUMENTS[1]
+    for live in MATCHES[:12]:
+        assert _run(DIRECT, document, live, 1) == _run(GENERAL, document, live, 1)
+    compiled = [entry for entry in execution._compiled.values() if entry[1] is not None]
+    assert len({id(entry[1]) for entry in compiled}) == len(compiled)  # one entry a selection
+    before = dict(execution._compiled)
+    _run(DIRECT, document, MATCHES[20], 2)
+    assert execution._compiled == before  # the same nodes, compiled already
