@@ -100,6 +100,7 @@ class MatchState:
         "_log",
         "_n",
         "_phase",
+        "_result_views",
         "_results",
         "_round",
         "_scores",
@@ -153,6 +154,9 @@ class MatchState:
     _last_trick: tuple[int, tuple[int, ...], int] | None
     #: every finished round's (bids, tricks) by seat
     _results: list[tuple[tuple[int, ...], tuple[int, ...]]]
+    #: the views of the first rounds of ``_results`` (``view()`` adds the rest): a finished
+    #: round's result never changes, so copies share them and a view builds only the new ones
+    _result_views: tuple[RoundResult, ...]
     #: every move made by a seat, ``seat << 8 | action``
     _log: list[int]
     #: SINGLE_SUIT (nothing is ever followed)
@@ -506,14 +510,16 @@ class MatchState:
             )
             for s in range(n)
         )
-        scoring = config.scoring
-        results = tuple(
-            RoundResult(
-                r + 1,
-                tuple(SeatResult(s, bids[s], tricks[s], scoring.points(bids[s], tricks[s])) for s in range(n)),
+        results = self._result_views
+        if len(results) < len(self._results):
+            scoring = config.scoring
+            results = self._result_views = results + tuple(
+                RoundResult(
+                    r + 1,
+                    tuple(SeatResult(s, bids[s], tricks[s], scoring.points(bids[s], tricks[s])) for s in range(n)),
+                )
+                for r, (bids, tricks) in enumerate(self._results[len(results):], start=len(results))
             )
-            for r, (bids, tricks) in enumerate(self._results)
-        )
         outcome = self.outcome
         lead = self._lead
         last = self._last_trick
@@ -621,6 +627,7 @@ def state_of_fields(config: MatchConfig, seed: str, salt: str | None, fields: St
     (s._round, s._dealer, s._first_dealer, s._phase, s._to_act, s._trump_card, s._trump_suit,
      s._leader, s._lead, s._win_pos, s._hands, s._bids, s._tricks, s._scores, s._trick, s._done,
      s._last_trick, s._results, s._log) = fields
+    s._result_views = ()
     s._single = config.single_suit
     s._size = config.hand_size(s._round)
     s._beats = trick_table(s._trump_suit, s._single)
@@ -753,6 +760,7 @@ def undealt_match(
     state._single = config.single_suit
     state._scores = [0] * n if scores is None else scores
     state._results = [] if results is None else results
+    state._result_views = ()
     state._log = []
     state._last_trick = last_trick
     state._leader = NO_SEAT if last_trick is None else last_trick[2]

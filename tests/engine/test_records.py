@@ -586,3 +586,29 @@ def test_state_bytes_with_a_card_outside_the_deck_are_refused() -> None:
     data[pos + 2] = 200
     with pytest.raises(RecordError, match="not in this match's deck"):
         state_from_bytes(bytes(data))
+
+
+def test_a_view_of_copies_that_went_separate_ways_shows_each_its_own_round_results() -> None:
+    """A state keeps its finished rounds' views and its copies share them (the view builds
+    only the new ones): after a copy, two states that play on differently must each show their
+    own results, as a state read afresh from its bytes does."""
+    config = MatchConfig.create("WIZARD", 3)
+    state = new_match(config, "separate-ways")
+    rng = random.Random(5)
+
+    def play_round(s: MatchState, rng: random.Random) -> None:
+        start = s.round
+        while s.round == start and not s.is_finished:
+            seat = s.awaiting()[0]
+            s.apply(seat, rng.choice(s.legal_moves(seat)))
+
+    for _ in range(3):
+        play_round(state, rng)
+    assert len(state.view(0).round_results) == 3  # (kept with the state from here)
+    other = state.copy()
+    for _ in range(2):
+        play_round(state, random.Random(1))
+        play_round(other, random.Random(2))
+        for s in (state, other):
+            assert s.view(1).round_results == state_from_bytes(state_to_bytes(s)).view(1).round_results
+    assert state.view(None).round_results != other.view(None).round_results
