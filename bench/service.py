@@ -206,11 +206,12 @@ Workload = Callable[[int, asyncio.Event, Callable[[int], None], float], Coroutin
 
 
 async def _alternating(
-    workloads: dict[str, tuple[Workload, int]], seconds: float, server_pid: int, slice_seconds: float
+    workloads: dict[str, tuple[Workload, int]], seconds: float, server_pid: int | dict[str, int], slice_seconds: float
 ) -> list[dict[str, Any]]:
     """Two workloads (each with its number of clients) taking turns: one slice only the
     first's requests, the next only the second's, and so on; per slice, its kind, requests
-    per second and the server's CPU per request."""
+    per second and the server's CPU per request (``server_pid``'s, or by kind, the server
+    that kind's requests go to)."""
     stop = time.perf_counter() + seconds
     counts = dict.fromkeys(workloads, 0)
     gates = {kind: asyncio.Event() for kind in workloads}
@@ -227,9 +228,10 @@ async def _alternating(
         while time.perf_counter() < stop - slice_seconds:
             gates[kind].set()
             await asyncio.sleep(slice_seconds / 10)  # let the last slice's requests drain first
-            before_cpu, before = process_cpu_seconds(server_pid), dict(counts)
+            pid = server_pid[kind] if isinstance(server_pid, dict) else server_pid
+            before_cpu, before = process_cpu_seconds(pid), dict(counts)
             await asyncio.sleep(slice_seconds)
-            after_cpu, after = process_cpu_seconds(server_pid), dict(counts)
+            after_cpu, after = process_cpu_seconds(pid), dict(counts)
             gates[kind].clear()
             done = after[kind] - before[kind]
             if done and before_cpu is not None and after_cpu is not None:
@@ -366,6 +368,22 @@ async def seated_interleaved(
         "seat": (_seated_workload(host, port, seed), max(1, clients // 4)),
     }
     return _paired(await _alternating(workloads, seconds, server_pid, slice_seconds), "move", "seat")
+
+
+async def against_checkout(
+    host: str, port: int, other_port: int, clients: int, seconds: float, seed: int, pids: dict[str, int],
+    slice_seconds: float = 1.0,
+) -> dict[str, Any]:
+    """This code against another checkout's, each in its own serve process on the same Redis,
+    in alternating slices as :func:`interleaved`: seated play (``seat``: this server's CPU per
+    move against the other's) for ``seconds``, then solo moves (``move``) for ``seconds``. How
+    code is compared on a shared machine: both sides meet the same moments."""
+    result = {}
+    for name, workload, bots in [("seat", _seated_workload, max(1, clients // 4)), ("move", _solo_workload, clients)]:
+        workloads = {"that": (workload(host, other_port, seed), bots), "this": (workload(host, port, seed + 1), bots)}
+        slices = await _alternating(workloads, seconds, {"this": pids["server"], "that": pids["against"]}, slice_seconds)
+        result[name] = _paired(slices, "that", "this")
+    return result
 
 
 async def seats(host: str, port: int, clients: int, seconds: float, seed: int) -> dict[str, Any]:
@@ -544,9 +562,13 @@ UNLIMITED_CLIENTS = {
 
 
 @contextmanager
-def running_server(url: str | None = None) -> Iterator[tuple[str, int, str | None, dict[str, int]]]:
+def running_server(
+    url: str | None = None, against: Path | None = None
+) -> Iterator[tuple[str, int, str | None, dict[str, int]]]:
     """Redis (embedded, unless REDIS_URL is set) and one `serve` process, unless ``url`` names
-    a running server: (host, port, Redis URL or None, the pids whose CPU is measured)."""
+    a running server: (host, port, Redis URL or None, the pids whose CPU is measured). With
+    ``against`` (a checkout of this project), a second serve process on the same Redis runs
+    that checkout's code: its pid is ``against``, its port ``against_port``."""
     from service.store.embedded_redis import EmbeddedRedis, stop_processes
 
     processes: list[subprocess.Popen[bytes]] = []
@@ -567,6 +589,14 @@ def running_server(url: str | None = None) -> Iterator[tuple[str, int, str | Non
             ))
             pids["server"] = processes[0].pid
             host = "127.0.0.1"
+            if against is not None:
+                pids["against_port"] = other_port = _free_port()
+                processes.append(subprocess.Popen(
+                    [sys.executable, "-m", "wizard_arena", "serve", "--port", str(other_port), "--log-level", "warning"],
+                    env={**env, "PYTHONPATH": str(against)}, cwd=against,
+                ))
+                pids["against"] = processes[1].pid
+                _wait_healthy(host, other_port)
             _wait_healthy(host, port)
         else:
             host, _, port_text = url.removeprefix("http://").rstrip("/").partition(":")
@@ -579,15 +609,26 @@ def running_server(url: str | None = None) -> Iterator[tuple[str, int, str | Non
             shutil.rmtree(embedded.data_dir, ignore_errors=True)
 
 
-def bench_service(clients: int, seconds: float, seed: int, url: str | None, quick: bool = False) -> dict[str, Any]:
+def bench_service(
+    clients: int, seconds: float, seed: int, url: str | None, quick: bool = False, against: Path | None = None
+) -> dict[str, Any]:
     """Measure the floor, solo play and seated play (with ``quick``, the floor and solo play
-    only) against :func:`running_server`."""
-    with running_server(url) as (host, port, redis_url, pids):
+    only) against :func:`running_server`; with ``against`` (a checkout), only this code
+    against that one (:func:`against_checkout`)."""
+    with running_server(url, against) as (host, port, redis_url, pids):
         result: dict[str, Any] = {
             "clients": clients,
             "seconds": seconds,
             "machine": f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}",
         }
+        if against is not None:
+            asyncio.run(floor(host, port, clients, 1.0))  # warm-up, both sides
+            asyncio.run(floor(host, pids["against_port"], clients, 1.0))
+            result["against"] = str(against)
+            result.update(asyncio.run(
+                against_checkout(host, port, pids["against_port"], clients, max(seconds, 10.0), seed + 13, pids)
+            ))
+            return result
         asyncio.run(floor(host, port, clients, 1.0))  # warm-up
         result["floor"] = _with_cpu(pids, lambda: asyncio.run(floor(host, port, clients, seconds)), redis_url)
         result["solo"] = _with_cpu(pids, lambda: asyncio.run(solo(host, port, clients, seconds, seed)), redis_url)

@@ -61,7 +61,7 @@ def _bench_waiting(args: argparse.Namespace) -> None:
 def _bench_service(args: argparse.Namespace) -> None:
     from bench.service import bench_service
 
-    result = bench_service(args.clients, args.seconds, args.seed, args.url, args.quick)
+    result = bench_service(args.clients, args.seconds, args.seed, args.url, args.quick, args.against)
     if args.json:
         print(json.dumps(result, separators=(",", ":")))
     else:
@@ -557,6 +557,11 @@ def build_parser() -> argparse.ArgumentParser:
     service.add_argument("--seed", type=int, default=1)
     service.add_argument("--url", help="a running server (default: start Redis and one serve process)")
     service.add_argument("--quick", action="store_true", help="measure the floor and solo moves only")
+    service.add_argument(
+        "--against", type=Path, metavar="CHECKOUT",
+        help="compare this code with a checkout's (e.g. a git worktree of main): both served on one Redis, "
+        "seated and solo moves in alternating slices; reports this side's CPU per move against that one's",
+    )
     service.add_argument("--json", action="store_true", help="print one JSON line")
     service.set_defaults(run=_bench_service)
 
