@@ -40,6 +40,7 @@ import tempfile
 import time
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -169,36 +170,6 @@ async def _stacked_match(conn: HttpConnection, rng: random.Random, tokens: list[
     return match_id, new_match(config, "bench"), version
 
 
-async def solo(host: str, port: int, clients: int, seconds: float, seed: int, query: str = MOVE_QUERY) -> dict[str, Any]:
-    """Each client plays every seat of its own stacked match; every request is a move."""
-    latencies: list[float] = []
-    matches_done = 0
-    stop = time.perf_counter() + seconds
-
-    async def client(index: int) -> None:
-        nonlocal matches_done
-        rng = random.Random(seed * 1000 + index)
-        conn = HttpConnection(host, port)
-        tokens = [await _register(conn, f"bench-{os.getpid()}-{seed}-{index}-{s}") for s in range(4)]
-        while time.perf_counter() < stop:
-            match_id, local, version = await _stacked_match(conn, rng, tokens)
-            while not local.is_finished and time.perf_counter() < stop:
-                seat = local.awaiting()[0]
-                move = rng.choice(local.legal_moves(seat))
-                started = time.perf_counter()
-                data = await _gql(conn, query, {"m": match_id, "mv": move.to_dict(), "v": version}, tokens[seat])
-                latencies.append(time.perf_counter() - started)
-                local.apply(seat, move)
-                version = data["submitMove"]["version"]
-            matches_done += local.is_finished
-        await conn.close()
-
-    started = time.perf_counter()
-    await asyncio.gather(*(client(i) for i in range(clients)))
-    elapsed = time.perf_counter() - started
-    return {**_summary(latencies, elapsed), "matches_finished": matches_done}
-
-
 #: a workload of :func:`_alternating`: one client, given its index, the gate it waits at
 #: before each request (open during its slices), a counter of the requests it made, and when
 #: to stop (perf_counter)
@@ -287,8 +258,9 @@ def _floor_workload(host: str, port: int) -> Workload:
     return client
 
 
-def _solo_workload(host: str, port: int, seed: int) -> Workload:
-    """Solo play (:func:`solo`): a request a move."""
+def _solo_workload(host: str, port: int, seed: int, query: str = MOVE_QUERY, tally: Tally | None = None) -> Workload:
+    """Solo play: each client plays every seat of its own stacked match; every request is a
+    move (``query``)."""
     async def client(index: int, gate: asyncio.Event, count: Callable[[int], None], stop: float) -> None:
         rng = random.Random(seed * 1000 + index)
         conn = HttpConnection(host, port)
@@ -301,16 +273,21 @@ def _solo_workload(host: str, port: int, seed: int) -> Workload:
                 await gate.wait()
                 seat = local.awaiting()[0]
                 move = rng.choice(local.legal_moves(seat))
-                data = await _gql(conn, MOVE_QUERY, {"m": match_id, "mv": move.to_dict(), "v": version}, tokens[seat])
+                started = time.perf_counter()
+                data = await _gql(conn, query, {"m": match_id, "mv": move.to_dict(), "v": version}, tokens[seat])
+                if tally is not None:
+                    tally.latencies.append(time.perf_counter() - started)
                 local.apply(seat, move)
                 version = data["submitMove"]["version"]
                 count(1)
+            if tally is not None:
+                tally.matches_finished += local.is_finished
         await conn.close()
     return client
 
 
-def _seated_workload(host: str, port: int, seed: int) -> Workload:
-    """Seated play (:func:`seats`), a client a table of four bots, each awaitTurn then
+def _seated_workload(host: str, port: int, seed: int, turn_query: str = TURN_QUERY_LONG, tally: Tally | None = None) -> Workload:
+    """Seated play, a client a table of four bots, each awaitTurn (``turn_query``) then
     submitMove: a move counts once, for both its requests. A bot held at the gate holds its
     table's next turn: an open awaitTurn waits across the other kind's slice, at no cost."""
     async def client(index: int, gate: asyncio.Event, count: Callable[[int], None], stop: float) -> None:
@@ -321,12 +298,20 @@ def _seated_workload(host: str, port: int, seed: int) -> Workload:
             conn = HttpConnection(host, port)
             while time.perf_counter() < stop:
                 await gate.wait()
-                turn = (await _gql(conn, TURN_QUERY_LONG, {"m": match_id}, token))["awaitTurn"]
+                waited = time.perf_counter()
+                turn = (await _gql(conn, turn_query, {"m": match_id}, token))["awaitTurn"]
+                if tally is not None:
+                    tally.turn_waits.append(time.perf_counter() - waited)
                 if turn is None:
                     break
                 move = {k: v for k, v in rng.choice(turn["legalMoves"]).items() if v is not None}
                 await gate.wait()
-                await conn.post("/graphql", {"query": MOVE_QUERY, "variables": {"m": match_id, "mv": move, "v": turn["version"]}}, token)
+                started = time.perf_counter()
+                answer = await conn.post("/graphql", {"query": MOVE_QUERY, "variables": {"m": match_id, "mv": move, "v": turn["version"]}}, token)
+                if tally is not None and time.perf_counter() < stop:
+                    tally.latencies.append(time.perf_counter() - started)
+                if answer.get("errors") and answer["errors"][0]["extensions"]["code"] != "STALE_VERSION":
+                    raise RuntimeError(answer["errors"])
                 count(1)
             await conn.close()
 
@@ -339,6 +324,43 @@ def _seated_workload(host: str, port: int, seed: int) -> Workload:
             await asyncio.gather(*(bot(match_id, tokens[s], random.Random(seed * 100 + index * 4 + s)) for s in range(4)))
         await setup.close()
     return client
+
+
+@dataclass
+class Tally:
+    """What a sequential phase's clients saw: each move's latency, each awaitTurn's wait, and
+    how many matches they finished."""
+
+    latencies: list[float] = field(default_factory=list)
+    turn_waits: list[float] = field(default_factory=list)
+    matches_finished: int = 0
+
+
+async def _unbroken(workload: Workload, clients: int, seconds: float) -> tuple[float, float]:
+    """``clients`` of ``workload`` for ``seconds``, never held at a gate: when they started
+    and when they were told to stop (perf_counter)."""
+    gate = asyncio.Event()
+    gate.set()
+    started = time.perf_counter()
+    stop = started + seconds
+    await asyncio.gather(*(workload(i, gate, lambda requests: None, stop) for i in range(clients)))
+    return started, stop
+
+
+async def solo(host: str, port: int, clients: int, seconds: float, seed: int, query: str = MOVE_QUERY) -> dict[str, Any]:
+    """Each client plays every seat of its own stacked match; every request is a move."""
+    tally = Tally()
+    started, _ = await _unbroken(_solo_workload(host, port, seed, query, tally), clients, seconds)
+    elapsed = time.perf_counter() - started
+    return {**_summary(tally.latencies, elapsed), "matches_finished": tally.matches_finished}
+
+
+async def seats(host: str, port: int, clients: int, seconds: float, seed: int) -> dict[str, Any]:
+    """Four clients per match, each one bot: awaitTurn, then submitMove."""
+    tally = Tally()
+    started, stop = await _unbroken(_seated_workload(host, port, seed, TURN_QUERY, tally), max(1, clients // 4), seconds)
+    # moves are counted inside the window only: bots still waiting at its end do not stretch it
+    return {**_summary(tally.latencies, stop - started), "await_turn_p50_ms": round(percentile(tally.turn_waits, 0.5) * 1000, 2)}
 
 
 async def interleaved(
@@ -384,46 +406,6 @@ async def against_checkout(
         slices = await _alternating(workloads, seconds, {"this": pids["server"], "that": pids["against"]}, slice_seconds)
         result[name] = _paired(slices, "that", "this")
     return result
-
-
-async def seats(host: str, port: int, clients: int, seconds: float, seed: int) -> dict[str, Any]:
-    """Four clients per match, each one bot: awaitTurn, then submitMove."""
-    move_latencies: list[float] = []
-    turn_waits: list[float] = []
-    stop = time.perf_counter() + seconds
-    tables = max(1, clients // 4)
-
-    async def table(index: int) -> None:
-        setup = HttpConnection(host, port)
-        tokens = [await _register(setup, f"bench-seat-{os.getpid()}-{seed}-{index}-{s}") for s in range(4)]
-        while time.perf_counter() < stop:
-            match_id = (await _gql(setup, "mutation($i: CreateMatchInput!) { createMatch(input: $i) { id } }", {"i": {"players": 4}}, tokens[0]))["createMatch"]["id"]
-            for s in range(4):
-                await _gql(setup, "mutation($m: ID!, $s: Int) { joinMatch(matchId: $m, seat: $s) { version } }", {"m": match_id, "s": s}, tokens[s])
-            await asyncio.gather(*(bot(match_id, tokens[s], random.Random(seed * 100 + index * 4 + s)) for s in range(4)))
-        await setup.close()
-
-    async def bot(match_id: str, token: str, rng: random.Random) -> None:
-        conn = HttpConnection(host, port)
-        while time.perf_counter() < stop:
-            waited = time.perf_counter()
-            turn = (await _gql(conn, TURN_QUERY, {"m": match_id}, token))["awaitTurn"]
-            turn_waits.append(time.perf_counter() - waited)
-            if turn is None:
-                break
-            move = {k: v for k, v in rng.choice(turn["legalMoves"]).items() if v is not None}
-            started = time.perf_counter()
-            answer = await conn.post("/graphql", {"query": MOVE_QUERY, "variables": {"m": match_id, "mv": move, "v": turn["version"]}}, token)
-            if time.perf_counter() < stop:
-                move_latencies.append(time.perf_counter() - started)
-            if answer.get("errors") and answer["errors"][0]["extensions"]["code"] != "STALE_VERSION":
-                raise RuntimeError(answer["errors"])
-        await conn.close()
-
-    started = time.perf_counter()
-    await asyncio.gather(*(table(i) for i in range(tables)))
-    # moves are counted inside the window only: bots still waiting at its end do not stretch it
-    return {**_summary(move_latencies, stop - started), "await_turn_p50_ms": round(percentile(turn_waits, 0.5) * 1000, 2)}
 
 
 async def house_bots(host: str, port: int, redis_url: str, seed: int, matches: int = 2) -> dict[str, Any]:
