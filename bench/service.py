@@ -223,11 +223,15 @@ async def _alternating(
     return slices
 
 
-def _paired(slices: list[dict[str, Any]], first: str, second: str) -> dict[str, Any]:
-    """Medians over the pairs of neighbouring slices (``first`` then ``second``): each kind's
-    rate and CPU per request, the CPU of ``second`` against ``first``'s, its range, and the
-    same for the rates the other way round (what ``second`` costs in ``first``'s requests)."""
+def _paired(slices: list[dict[str, Any]], first: str, second: str, both_orders: bool = False) -> dict[str, Any]:
+    """Medians over the pairs of neighbouring slices (``first`` then ``second``; with
+    ``both_orders``, also ``second`` then ``first``, which cancels what being the later slice
+    of a pair does): each kind's rate and CPU per request, the CPU of ``second`` against
+    ``first``'s, its range, and the same for the rates the other way round (what ``second``
+    costs in ``first``'s requests)."""
     pairs = [(a, b) for a, b in itertools.pairwise(slices) if a["kind"] == first and b["kind"] == second]
+    if both_orders:
+        pairs += [(b, a) for a, b in itertools.pairwise(slices) if a["kind"] == second and b["kind"] == first]
     ratios = [b["cpu_us"] / a["cpu_us"] for a, b in pairs]
     rate_ratios = [a["per_second"] / b["per_second"] for a, b in pairs]
 
@@ -398,13 +402,14 @@ async def against_checkout(
 ) -> dict[str, Any]:
     """This code against another checkout's, each in its own serve process on the same Redis,
     in alternating slices as :func:`interleaved`: seated play (``seat``: this server's CPU per
-    move against the other's) for ``seconds``, then solo moves (``move``) for ``seconds``. How
-    code is compared on a shared machine: both sides meet the same moments."""
+    move against the other's, over every pair of neighbouring slices) for ``seconds``, then
+    solo moves (``move``) for ``seconds``. How code is compared on a shared machine: both sides
+    meet the same moments, on the same core."""
     result = {}
     for name, workload, bots in [("seat", _seated_workload, max(1, clients // 4)), ("move", _solo_workload, clients)]:
         workloads = {"that": (workload(host, other_port, seed), bots), "this": (workload(host, port, seed + 1), bots)}
         slices = await _alternating(workloads, seconds, {"this": pids["server"], "that": pids["against"]}, slice_seconds)
-        result[name] = _paired(slices, "that", "this")
+        result[name] = _paired(slices, "that", "this", both_orders=True)
     return result
 
 
@@ -578,6 +583,11 @@ def running_server(
                     env={**env, "PYTHONPATH": str(against)}, cwd=against,
                 ))
                 pids["against"] = processes[1].pid
+                # both servers on one core: only one of them works at a time, and a process
+                # kept on a slower core (a busier neighbour) would bias the whole run
+                core = max(os.sched_getaffinity(0))
+                for process in processes:
+                    os.sched_setaffinity(process.pid, {core})
                 _wait_healthy(host, other_port)
             _wait_healthy(host, port)
         else:
