@@ -386,14 +386,15 @@ async def seated_interleaved(
     host: str, port: int, clients: int, seconds: float, seed: int, server_pid: int, slice_seconds: float = 1.0
 ) -> dict[str, Any]:
     """A seated bot's move (awaitTurn, then submitMove) against a solo move, in alternating
-    slices as :func:`interleaved`: ``seat_cpu_vs_move_median`` is the issue's "seated bots ≤ 2×
-    the server CPU of a solo move per move", read the way code is compared on a shared machine.
+    slices as :func:`interleaved` (every pair of neighbouring slices, in either order):
+    ``seat_cpu_vs_move_median`` is the issue's "seated bots ≤ 2× the server CPU of a solo move
+    per move", read the way code is compared on a shared machine.
     ``clients`` solo clients and ``clients`` // 4 tables of four seated bots."""
     workloads = {
         "move": (_solo_workload(host, port, seed), clients),
         "seat": (_seated_workload(host, port, seed), max(1, clients // 4)),
     }
-    return _paired(await _alternating(workloads, seconds, server_pid, slice_seconds), "move", "seat")
+    return _paired(await _alternating(workloads, seconds, server_pid, slice_seconds), "move", "seat", both_orders=True)
 
 
 async def against_checkout(
