@@ -234,7 +234,7 @@ class ArenaExecutionContext(StrawberryGraphQLCoreExecutionContext):
         new_defer_usages: Any,
         position_context: Any,
     ) -> Any:
-        if not new_defer_usages:
+        if not new_defer_usages and not _deferred(grouped_field_set):  # (a kept selection may be deferred by `if`)
             try:
                 return self._complete_selection(parent_type, source_value, grouped_field_set)
             except Exception:  # noqa: BLE001 (_Fallback, or an error graphql-core reports at its field)
