@@ -13,6 +13,7 @@ SIGINT, PostgreSQL's "fast" shutdown, which ends the sessions and writes a check
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pwd
 import shutil
@@ -38,6 +39,20 @@ def _binaries() -> Path:
         from pgserver._commands import POSTGRES_BIN_PATH  # the wheel's own PostgreSQL
 
     return Path(POSTGRES_BIN_PATH)
+
+
+def system_user(name: str) -> pwd.struct_passwd:
+    """The system user ``name``, made with ``useradd`` if there is none yet (as root). Processes
+    that start servers at once (the test tiers' two workers on a fresh machine) make it one at
+    a time, under a lock: otherwise the second ``useradd`` fails, the name being taken since
+    it looked."""
+    with open(Path(tempfile.gettempdir()) / f"wizard-arena-useradd-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        try:
+            return pwd.getpwnam(name)
+        except KeyError:
+            subprocess.run(["useradd", "--system", "--no-create-home", name], check=True, capture_output=True)
+            return pwd.getpwnam(name)
 
 
 def _url(socket_dir: Path | str) -> str:
@@ -84,13 +99,7 @@ class EmbeddedPostgres:
         return _url(lines[4]) if len(lines) > 4 and lines[4] else None
 
     def _as_user(self) -> pwd.struct_passwd | None:
-        if os.geteuid() != 0:
-            return None
-        try:
-            return pwd.getpwnam(SYSTEM_USER)
-        except KeyError:
-            subprocess.run(["useradd", "--system", "--no-create-home", SYSTEM_USER], check=True, capture_output=True)
-            return pwd.getpwnam(SYSTEM_USER)
+        return system_user(SYSTEM_USER) if os.geteuid() == 0 else None
 
     def _hand_over(self, path: Path) -> None:
         """Let the server's user own ``path`` and reach it (and the binaries) through its parents."""
