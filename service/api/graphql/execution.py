@@ -65,8 +65,10 @@ _Complete = Callable[[Any], Any]
 #: compiled selections, by (object type, the selection's field nodes by identity): the nodes
 #: are kept with it, so an id is never reused while its entry lives; None: not compilable
 _compiled: dict[tuple[GraphQLObjectType, tuple[int, ...]], tuple[tuple[object, ...], _Complete | None]] = {}
-#: selections kept at most (bots send a few documents each; a flood of new ones starts over)
-MAX_COMPILED = 1024
+#: selections kept at most: bots send a few documents each, and a flood of new ones starts
+#: over; as many as the DocumentCache keeps documents, so that the nodes kept here hold no
+#: more documents in memory than it does
+MAX_COMPILED = 512
 
 #: completed selections of ``Match``, by match (as this process holds it), then by
 #: (version, viewer seat, the selection's field nodes by identity): the nodes are kept with the
