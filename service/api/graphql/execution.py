@@ -236,7 +236,8 @@ class ArenaExecutionContext(StrawberryGraphQLCoreExecutionContext):
         new_defer_usages: Any,
         position_context: Any,
     ) -> Any:
-        if not new_defer_usages and not _deferred(grouped_field_set):  # (a kept selection may be deferred by `if`)
+        if _plan(parent_type) is not None and not new_defer_usages and not _deferred(grouped_field_set):
+            # (deferred: a kept selection may be deferred in another request, by @defer's `if`)
             try:
                 return self._complete_selection(parent_type, source_value, grouped_field_set)
             except Exception:  # noqa: BLE001 (_Fallback, or an error graphql-core reports at its field)
