@@ -398,18 +398,18 @@ async def seated_interleaved(
 
 
 async def against_checkout(
-    host: str, port: int, other_port: int, clients: int, seconds: float, seed: int, pids: dict[str, int],
+    host: str, port: int, other_port: int, clients: int, seconds: float, seed: int, server_pids: dict[str, int],
     slice_seconds: float = 1.0,
 ) -> dict[str, Any]:
     """This code against another checkout's, each in its own serve process on the same Redis,
     in alternating slices as :func:`interleaved`: seated play (``seat``: this server's CPU per
     move against the other's, over every pair of neighbouring slices) for ``seconds``, then
     solo moves (``move``) for ``seconds``. How code is compared on a shared machine: both sides
-    meet the same moments, on the same core."""
+    meet the same moments, on the same core. ``server_pids``: ``this`` server's and ``that``'s."""
     result = {}
     for name, workload, bots in [("seat", _seated_workload, max(1, clients // 4)), ("move", _solo_workload, clients)]:
         workloads = {"that": (workload(host, other_port, seed), bots), "this": (workload(host, port, seed + 1), bots)}
-        slices = await _alternating(workloads, seconds, {"this": pids["server"], "that": pids["against"]}, slice_seconds)
+        slices = await _alternating(workloads, seconds, server_pids, slice_seconds)
         result[name] = _paired(slices, "that", "this", both_orders=True)
     return result
 
@@ -549,14 +549,21 @@ UNLIMITED_CLIENTS = {
 }
 
 
+def _serve(redis_url: str, port: int, checkout: Path | None = None) -> subprocess.Popen[bytes]:
+    """A `serve` process on ``redis_url`` with the bench's clients unlimited, running this
+    code, or that of ``checkout`` (a checkout of this project)."""
+    env = {**os.environ, "REDIS_URL": redis_url, **UNLIMITED_CLIENTS, "ARENA_MAX_WAITS_PER_CLIENT": "100000"}
+    if checkout is not None:
+        env["PYTHONPATH"] = str(checkout)
+    return subprocess.Popen(
+        [sys.executable, "-m", "wizard_arena", "serve", "--port", str(port), "--log-level", "warning"], env=env, cwd=checkout
+    )
+
+
 @contextmanager
-def running_server(
-    url: str | None = None, against: Path | None = None
-) -> Iterator[tuple[str, int, str | None, dict[str, int]]]:
+def running_server(url: str | None = None) -> Iterator[tuple[str, int, str | None, dict[str, int]]]:
     """Redis (embedded, unless REDIS_URL is set) and one `serve` process, unless ``url`` names
-    a running server: (host, port, Redis URL or None, the pids whose CPU is measured). With
-    ``against`` (a checkout of this project), a second serve process on the same Redis runs
-    that checkout's code: its pid is ``against``, its port ``against_port``."""
+    a running server: (host, port, Redis URL or None, the pids whose CPU is measured)."""
     from service.store.embedded_redis import EmbeddedRedis, stop_processes
 
     processes: list[subprocess.Popen[bytes]] = []
@@ -571,25 +578,9 @@ def running_server(
                 assert embedded.process is not None
                 pids["redis"] = embedded.process.pid
             port = _free_port()
-            env = {**os.environ, "REDIS_URL": redis_url, **UNLIMITED_CLIENTS, "ARENA_MAX_WAITS_PER_CLIENT": "100000"}
-            processes.append(subprocess.Popen(
-                [sys.executable, "-m", "wizard_arena", "serve", "--port", str(port), "--log-level", "warning"], env=env
-            ))
+            processes.append(_serve(redis_url, port))
             pids["server"] = processes[0].pid
             host = "127.0.0.1"
-            if against is not None:
-                pids["against_port"] = other_port = _free_port()
-                processes.append(subprocess.Popen(
-                    [sys.executable, "-m", "wizard_arena", "serve", "--port", str(other_port), "--log-level", "warning"],
-                    env={**env, "PYTHONPATH": str(against)}, cwd=against,
-                ))
-                pids["against"] = processes[1].pid
-                # both servers on one core: only one of them works at a time, and a process
-                # kept on a slower core (a busier neighbour) would bias the whole run
-                core = max(os.sched_getaffinity(0))
-                for process in processes:
-                    os.sched_setaffinity(process.pid, {core})
-                _wait_healthy(host, other_port)
             _wait_healthy(host, port)
         else:
             host, _, port_text = url.removeprefix("http://").rstrip("/").partition(":")
@@ -608,19 +599,18 @@ def bench_service(
     """Measure the floor, solo play and seated play (with ``quick``, the floor and solo play
     only) against :func:`running_server`; with ``against`` (a checkout), only this code
     against that one (:func:`against_checkout`)."""
-    with running_server(url, against) as (host, port, redis_url, pids):
+    if against is not None and url is not None:
+        raise ValueError("--against starts both servers itself: leave --url out")
+    with running_server(url) as (host, port, redis_url, pids):
         result: dict[str, Any] = {
             "clients": clients,
             "seconds": seconds,
             "machine": f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}",
         }
         if against is not None:
-            asyncio.run(floor(host, port, clients, 1.0))  # warm-up, both sides
-            asyncio.run(floor(host, pids["against_port"], clients, 1.0))
+            assert redis_url is not None
             result["against"] = str(against)
-            result.update(asyncio.run(
-                against_checkout(host, port, pids["against_port"], clients, max(seconds, 10.0), seed + 13, pids)
-            ))
+            result.update(_code_against_code(host, port, redis_url, pids["server"], against, clients, seconds, seed))
             return result
         asyncio.run(floor(host, port, clients, 1.0))  # warm-up
         result["floor"] = _with_cpu(pids, lambda: asyncio.run(floor(host, port, clients, seconds)), redis_url)
@@ -649,6 +639,30 @@ def bench_service(
         result["move_cost_vs_floor"] = round(result["floor"]["per_second"] / result["solo"]["per_second"], 2)
         _cpu_ratio(result)
         return result
+
+
+def _code_against_code(
+    host: str, port: int, redis_url: str, server_pid: int, checkout: Path, clients: int, seconds: float, seed: int
+) -> dict[str, Any]:
+    """:func:`against_checkout`, with a second `serve` running ``checkout``'s code on the same
+    Redis, started and stopped here."""
+    from service.store.embedded_redis import stop_processes
+
+    other_port = _free_port()
+    other = _serve(redis_url, other_port, checkout)
+    try:
+        # both servers on one core: only one of them works at a time, and a process kept on a
+        # slower core (a busier neighbour) would bias the whole run
+        core = max(os.sched_getaffinity(0))
+        for pid in (server_pid, other.pid):
+            os.sched_setaffinity(pid, {core})
+        _wait_healthy(host, other_port)
+        for warmed in (port, other_port):
+            asyncio.run(floor(host, warmed, clients, 1.0))
+        pids = {"this": server_pid, "that": other.pid}
+        return asyncio.run(against_checkout(host, port, other_port, clients, max(seconds, 10.0), seed + 13, pids))
+    finally:
+        stop_processes([other], 15)
 
 
 def _wait_healthy(host: str, port: int, timeout: float = 30) -> None:
