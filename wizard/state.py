@@ -28,6 +28,7 @@ plays on the typed fields declared on :class:`MatchState` directly.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final, NamedTuple, cast
 
 from wizard.cards import (
@@ -569,7 +570,14 @@ class MatchState:
         return (viewer != seat) if clairvoyant else (viewer == seat)
 
 
+#: finished tricks' views kept, at most: every view of a round shows all its finished tricks
+#: again, so the current rounds of the matches in play are asked for over and over
+TRICK_VIEWS_KEPT: Final = 8192
+
+
+@lru_cache(maxsize=TRICK_VIEWS_KEPT)
 def _trick_view(leader: int, cards: tuple[int, ...], winner: int, n: int) -> Trick:
+    """A finished trick as views show it (kept: a Trick never changes, so views share it)."""
     return Trick(leader, tuple(Play((leader + i) % n, CODES[c]) for i, c in enumerate(cards)), winner)
 
 

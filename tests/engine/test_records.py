@@ -612,3 +612,27 @@ def test_a_view_of_copies_that_went_separate_ways_shows_each_its_own_round_resul
         for s in (state, other):
             assert s.view(1).round_results == state_from_bytes(state_to_bytes(s)).view(1).round_results
     assert state.view(None).round_results != other.view(None).round_results
+
+
+def test_a_finished_trick_is_viewed_once_and_every_view_shows_it_as_played() -> None:
+    """Every view shows all of the round's finished tricks again: each trick's view is built
+    once and shared (a view never changes), and stays the trick as it was played, seat by seat
+    from its leader, in the views of copies and of the state read afresh from its bytes."""
+    state = new_match(MatchConfig.create("WIZARD", 4), "tricks-once")
+    rng = random.Random(3)
+    plays: list[tuple[int, str]] = []  # this round's
+    while len(state.view(None).completed_tricks) < 2:
+        seat = state.awaiting()[0]
+        move = rng.choice(state.legal_moves(seat))
+        round_played = state.round
+        if move.card is not None:
+            plays.append((seat, move.card))
+        state.apply(seat, move)
+        if state.round != round_played:
+            plays.clear()
+    shown = state.view(0).completed_tricks
+    assert [(p.seat, p.card) for trick in shown for p in trick.plays] == plays[:8]
+    assert all(t.plays[0].seat == t.leader for t in shown)
+    for view in (state.view(2), state.copy().view(None), state_from_bytes(state_to_bytes(state)).view(0)):
+        assert all(a is b for a, b in zip(view.completed_tricks, shown, strict=True))
+    assert state.view(1).last_trick is shown[-1]
