@@ -526,7 +526,8 @@ class MatchService:
                 if guessed:
                     continue
                 raise
-            if await self.matches.commit(match, event, self._record_if_finished(match)):
+            # (the match is not changed after its commit: the feed may take it for its snapshot)
+            if await self.matches.commit(match, event, self._record_if_finished(match), self.feed.committing):
                 self._recent.put(match)
                 await self._committed(match, event)
                 return match

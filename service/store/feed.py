@@ -61,7 +61,9 @@ class FeedUnavailable(ConnectionError):
 
 
 class _Channel:
-    __slots__ = ("confirmed", "idle_since", "leaving", "loading", "name", "snapshot", "subscribed", "watches")
+    __slots__ = (
+        "committing", "confirmed", "idle_since", "leaving", "loading", "name", "snapshot", "subscribed", "watches",
+    )
 
     def __init__(self, name: bytes) -> None:
         self.name = name
@@ -78,11 +80,30 @@ class _Channel:
         self.snapshot: LiveMatch | None = None
         #: while it is being read: the read's result, and the events that arrive meanwhile
         self.loading: tuple[asyncio.Future[LiveMatch | None], list[MatchEvent]] | None = None
+        #: a change this process is committing to the snapshot's match: the match after it
+        #: (never changed after) and the event's JSON as sent (see :meth:`EventFeed.committing`)
+        self.committing: tuple[LiveMatch, bytes] | None = None
 
     def forget(self) -> None:
         """Events may be missed from now on (the subscription ends, or the connection did)."""
         self.snapshot = None
         self.loading = None
+        self.committing = None
+
+    def after(self, item: MatchEvent, data: bytes) -> LiveMatch | None:
+        """The snapshot after ``item`` (published as ``data``): the match this process is
+        committing, when ``item`` is that commit's own event, or else a changed copy."""
+        snapshot, committing = self.snapshot, self.committing
+        assert snapshot is not None
+        if committing is not None and item.version >= committing[0].version:
+            self.committing = None
+            match, event_json = committing
+            # published as {"ct":<when>,<the event's JSON after its "{">: the same event at the
+            # next version gives the same match (an equal one by another process included)
+            if item.version == match.version == snapshot.version + 1 and data.endswith(event_json[1:]):
+                match.event_id = item.event_id
+                return match
+        return after_event(snapshot, item)
 
 
 class Watch:
@@ -581,13 +602,23 @@ class EventFeed:
             if channel.loading is not None:  # a read is under way: it applies what came meanwhile
                 channel.loading[1].append(item)
             elif channel.snapshot is not None:
-                channel.snapshot = after_event(channel.snapshot, item)
+                channel.snapshot = channel.after(item, data)
                 item.match = channel.snapshot
         if not channel.watches:
             return
         for watch in channel.watches:
             watch._push(item)
         self.delivered += 1
+
+    def committing(self, match: LiveMatch, event_json: bytes) -> None:
+        """A change this process is about to commit, as ``match`` (never changed after) and its
+        event's JSON as it goes to Redis. Redis writes the event's message before the commit's
+        answer, so the message usually arrives first: recognised as this change, it moves the
+        snapshot to ``match`` itself rather than to a copy of the snapshot with the event
+        applied again (a copy and an event applied by the engine, per move)."""
+        channel = self._channels.get(match_channel(match.id))
+        if channel is not None and channel.loading is None and channel.snapshot is not None:
+            channel.committing = (match, event_json)
 
     def committed(self, match: LiveMatch) -> None:
         """A change this process has just committed, as ``match`` (never changed after): the

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import orjson
@@ -534,10 +534,14 @@ class MatchStore:
         match.event_id = eid
         return Stored(match, eid)
 
-    async def commit(self, match: LiveMatch, event: dict[str, Any], record: str | bytes = "") -> bool:
+    async def commit(
+        self, match: LiveMatch, event: dict[str, Any], record: str | bytes = "",
+        sending: Callable[[LiveMatch, bytes], None] | None = None,
+    ) -> bool:
         """Store ``match`` (already changed by ``event``) if nobody changed it meanwhile.
 
         False means another change won the race: the caller reloads and decides again.
+        ``sending`` is told the match and the event's JSON just before the commit goes out.
 
         The match's own change is one script in its slot (COMMIT_EVENT). Its bots' lists are
         other slots, kept by steps around it, each idempotent and ordered so that a crash
@@ -562,6 +566,8 @@ class MatchStore:
             match.version - 1, match.id, state_to_bytes(match.state), match.live_json(), event_json, _due(match), record,
             "1" if match.ended else "", match.event_id or "", self.events_kept, hook, tell, len(calls), *calls,
         ]
+        if sending is not None:
+            sending(match, event_json)
         try:
             answer = await self.scripts.run(self._commit, keys, args, replicated=True)
         except (RedisConnectionError, RedisTimeoutError):

@@ -8,9 +8,11 @@ import asyncio
 import threading
 from typing import Any
 
+import orjson
 import pytest
 
 from service.domain.matches import Caller, NewMatch, WaitEnd
+from service.store.clock import now_ms
 from service.model.live_match import LiveMatch
 from tests.service.arena_client import MATCH_FIELDS, first_legal
 
@@ -103,3 +105,77 @@ def test_the_bot_that_moved_is_not_handed_the_turn_it_has_just_played(api, servi
 
     for moved, again in asyncio.run(work()):
         assert again is None or again >= moved, (moved, again)
+
+
+def test_a_move_this_process_commits_becomes_the_feeds_match_without_applying_it_again(api, services):
+    """Redis writes a commit's message before the commit's answer, so this process usually
+    hears its own move before it knows the move committed: recognised as its own, the match the
+    move was made on becomes the feed's (no copy, no event applied again), and waits see the
+    move. (The commit's answer is kept from the feed here, so only the message can move it.)"""
+    bots = [api.register() for _ in range(3)]
+    callers = [Caller(bot_id, "bot") for _, bot_id in bots]
+    matches = services.matches
+    feed = matches.feed
+    feed.committed = lambda match: None  # type: ignore[method-assign]
+
+    async def work() -> list[bool]:
+        try:
+            match = await matches.create(callers[0], NewMatch(ruleset="WIZARD_JUNIOR", players=3, first_dealer=2,
+                                                              move_timeout_ms=600_000))
+            for seat, caller in enumerate(callers):
+                match = await matches.join(caller, match.id, seat)
+            taken = []
+            for _ in range(6):
+                seat = match.awaiting()[0]
+                turn = await matches.next_turn(callers[seat], match.id, 0)  # followed: the feed keeps the match
+                assert turn.reason is WaitEnd.YOUR_TURN and turn.match is not None
+                moved = await matches.submit_move(callers[seat], match.id, match.view(seat).legal_moves[0])
+                following = callers[moved.awaiting()[0]]
+                heard = await matches.next_turn(following, match.id, 5_000)  # once the move's message is heard
+                assert heard.reason is WaitEnd.YOUR_TURN and heard.match is not None
+                assert heard.match.version == moved.version
+                taken.append(heard.match is moved)
+                match = moved
+            return taken
+        finally:
+            await services.close()
+
+    assert all(asyncio.run(work()))
+
+
+def test_a_commit_this_process_lost_is_not_taken_for_the_move_that_won(api, services):
+    """This process commits a move at the version another process has just taken with another
+    move (its commit will be refused): the winner's message must move the feed's match by the
+    winner's move, not to the loser's match."""
+    from wizard import state_to_bytes
+
+    bots = [api.register() for _ in range(3)]
+    callers = [Caller(bot_id, "bot") for _, bot_id in bots]
+    matches = services.matches
+    feed = matches.feed
+
+    async def work() -> None:
+        try:
+            match = await matches.create(callers[0], NewMatch(ruleset="WIZARD_JUNIOR", players=3, first_dealer=2,
+                                                              move_timeout_ms=600_000))
+            for seat, caller in enumerate(callers):
+                match = await matches.join(caller, match.id, seat)
+            seat = match.awaiting()[0]
+            turn = await matches.next_turn(callers[seat], match.id, 0)  # followed: the feed keeps the match
+            assert turn.match is not None
+            winner, loser = turn.match.copy(), turn.match.copy()
+            actions = winner.state.legal_actions(seat)
+            assert len(actions) > 1
+            event = winner.play(seat, actions[0], "bot", now_ms())
+            losing = loser.play(seat, actions[1], "bot", now_ms())
+            feed.committing(loser, orjson.dumps(losing))  # this process's move, about to be refused
+            assert await matches.matches.commit(winner, event)  # another process's, first
+            heard = await matches.next_turn(callers[winner.awaiting()[0]], match.id, 5_000)
+            assert heard.match is not None and heard.match is not loser
+            stored = (await matches.matches.load(match.id)).match
+            assert heard.match.version == stored.version == winner.version
+            assert state_to_bytes(heard.match.state) == state_to_bytes(stored.state)
+        finally:
+            await services.close()
+
+    asyncio.run(work())
