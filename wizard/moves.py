@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Final
 
 from wizard.cards import CARD_IDS, CODE_MASK, CODES, Suit
@@ -98,6 +99,7 @@ class Move:
         return f"Move({key}={value!r})"
 
 
+@lru_cache(maxsize=256)  # a Move never changes: one for each action (a byte)
 def move_of_action(action: int) -> Move:
     """The Move an action stands for (card ids become their codes)."""
     if action < ACTION_TRUMP:

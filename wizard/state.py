@@ -204,7 +204,7 @@ class MatchState:
 
     @property
     def seed_hash(self) -> str:
-        return seed_hash(self.seed, self.salt)
+        return _seed_hash(self.seed, self.salt)
 
     @property
     def outcome(self) -> Outcome | None:
@@ -501,13 +501,14 @@ class MatchState:
         n = self._n
         config = self.config
         finished = self._phase is Phase.FINISHED
+        shown = self._visible_hands(seat)
         seats = tuple(
             SeatView(
                 seat=s,
                 score=self._scores[s],
                 bid=self._bids[s] if self._bid_visible(seat, s) else None,
                 tricks=self._tricks[s],
-                hand=codes_of(self._hands[s]) if self._hand_visible(seat, s) else None,
+                hand=codes_of(self._hands[s]) if s in shown else None,
             )
             for s in range(n)
         )
@@ -563,12 +564,17 @@ class MatchState:
             return None not in self._bids
         return False
 
-    def _hand_visible(self, viewer: int | None, seat: int) -> bool:
+    def _visible_hands(self, viewer: int | None) -> tuple[int, ...]:
+        """The seats whose hands ``viewer`` sees: its own, or in a clairvoyant round the others'."""
         if viewer is None:
-            return False
-        clairvoyant = self.config.clairvoyant(self._round) and self._phase is not Phase.FINISHED
-        return (viewer != seat) if clairvoyant else (viewer == seat)
+            return ()
+        if self.config.clairvoyant(self._round) and self._phase is not Phase.FINISHED:
+            return tuple(s for s in range(self._n) if s != viewer)
+        return (viewer,)
 
+
+#: every view shows its match's seed hash: worked out once per (seed, salt) of the matches in play
+_seed_hash = lru_cache(maxsize=4096)(seed_hash)
 
 #: finished tricks' views kept, at most: every view of a round shows all its finished tricks
 #: again, so the current rounds of the matches in play are asked for over and over

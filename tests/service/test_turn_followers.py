@@ -12,8 +12,8 @@ import orjson
 import pytest
 
 from service.domain.matches import Caller, NewMatch, WaitEnd
-from service.store.clock import now_ms
 from service.model.live_match import LiveMatch
+from service.store.clock import now_ms
 from tests.service.arena_client import MATCH_FIELDS, first_legal
 
 AWAIT = "query($m: ID, $t: Int) { awaitTurn(matchId: $m, timeoutMs: $t) { " + MATCH_FIELDS + " } }"

@@ -420,10 +420,6 @@ def _datetime(ms: int | None) -> datetime | None:
     return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
-def _trick(trick) -> Trick:  # type: ignore[no-untyped-def]
-    return Trick(leader=trick.leader, plays=[Play(seat=p.seat, card=p.card) for p in trick.plays], winner=trick.winner)
-
-
 class LiveMatchType(Match):
     """A ``Match`` whose fields are read on demand from the live match and the engine's view
     for the caller's seat: a request that selects ``version`` builds no view at all."""
@@ -469,10 +465,13 @@ class LiveMatchType(Match):
     created_at = property(lambda self: _datetime(self._live.settings.created_at_ms))
     my_seat = property(lambda self: self._seat)
     hand = property(lambda self: None if self._view.hand is None else list(self._view.hand))
-    legal_moves = property(lambda self: [Move(bid=m.bid, card=m.card, trump=m.trump) for m in self._view.legal_moves])
-    current_trick = property(lambda self: [Play(seat=p.seat, card=p.card) for p in self._view.current_trick])
-    completed_tricks = property(lambda self: [_trick(t) for t in self._view.completed_tricks])
-    last_trick = property(lambda self: None if self._view.last_trick is None else _trick(self._view.last_trick))
+    # the engine's moves, plays, tricks and round results have the fields of the API's types
+    # (the same names and values): they are answered as they are, not copied into them
+    legal_moves = property(lambda self: self._view.legal_moves)
+    current_trick = property(lambda self: self._view.current_trick)
+    completed_tricks = property(lambda self: self._view.completed_tricks)
+    last_trick = property(lambda self: self._view.last_trick)
+    round_results = property(lambda self: self._view.round_results)
     winners = property(lambda self: None if self._view.winners is None else list(self._view.winners))
     moves_made = property(lambda self: self._live.state.moves_made)
     seed_hash = property(lambda self: self._live.state.seed_hash)
@@ -500,16 +499,6 @@ class LiveMatchType(Match):
                 )
             )
         return out
-
-    @property
-    def round_results(self) -> list[RoundResult]:  # type: ignore[override]
-        return [
-            RoundResult(
-                round=r.round,
-                seats=[SeatResult(seat=x.seat, bid=x.bid, tricks=x.tricks, points=x.points) for x in r.seats],
-            )
-            for r in self._view.round_results
-        ]
 
 
 # Every field of Match is read on demand: a field without its reader here would fail each request.
