@@ -46,7 +46,7 @@ from graphql import (
     GraphQLString,
     InlineFragmentNode,
 )
-from graphql.execution.collect_fields import FieldDetailsList, FragmentDetails, GroupedFieldSet
+from graphql.execution.collect_fields import CollectedFields, FieldDetailsList, FragmentDetails, GroupedFieldSet
 from graphql.pyutils import Path, Undefined
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
@@ -69,6 +69,10 @@ _compiled: dict[tuple[GraphQLObjectType, tuple[int, ...]], tuple[tuple[object, .
 #: over; as many as the DocumentCache keeps documents, so that the nodes kept here hold no
 #: more documents in memory than it does
 MAX_COMPILED = 512
+#: the fields graphql-core collected under a field, by (object type, the field's nodes by
+#: identity), for selections that collect the same fields whatever the request (at most
+#: MAX_COMPILED, kept with their nodes like _compiled)
+_collected: dict[tuple[GraphQLObjectType, tuple[int, ...]], tuple[tuple[object, ...], CollectedFields]] = {}
 
 #: completed selections of ``Match``, by match (as this process holds it), then by
 #: (version, viewer seat, the selection's field nodes by identity): the nodes are kept with the
@@ -245,6 +249,26 @@ class ArenaExecutionContext(StrawberryGraphQLCoreExecutionContext):
         return super().execute_collected_subfields(
             parent_type, source_value, path, grouped_field_set, new_defer_usages, position_context
         )
+
+    def collect_subfields(self, return_type: GraphQLObjectType, field_details_list: FieldDetailsList) -> CollectedFields:
+        """graphql-core's, kept across requests: the selection under a field (a turn's view, on
+        every turn) is visited once, not once per request, unless what it collects depends on
+        the request (a directive, a fragment's arguments, @defer)."""
+        if any(d.defer_usage is not None or d.fragment_variable_values is not None for d in field_details_list):
+            return super().collect_subfields(return_type, field_details_list)
+        nodes = tuple(details.node for details in field_details_list)
+        key = (return_type, tuple(map(id, nodes)))
+        kept = _collected.get(key)
+        if kept is not None and all(a is b for a, b in zip(kept[0], nodes, strict=True)):
+            return kept[1]
+        collected = super().collect_subfields(return_type, field_details_list)
+        if not collected.new_defer_usages and not collected.forbidden_directive_instances and not _conditional(
+            nodes, self.fragments, set()
+        ):
+            if len(_collected) >= MAX_COMPILED:
+                _collected.clear()
+            _collected[key] = (nodes, collected)
+        return collected
 
     def _complete_selection(self, object_type: GraphQLObjectType, source: Any, fields: GroupedFieldSet) -> Any:
         nodes = tuple(details.node for details_list in fields.values() for details in details_list)
