@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import strawberry
 from graphql import DocumentNode, GraphQLError, GraphQLSchema, OperationDefinitionNode
-from strawberry.extensions import MaxTokensLimiter
+from strawberry.extensions import MaxTokensLimiter, SchemaExtension
 from strawberry.schema.config import StrawberryConfig
 from strawberry.schema.exceptions import CannotGetOperationTypeError
 from strawberry.types import ExecutionContext, ExecutionResult, Info
@@ -22,6 +22,7 @@ from service.api.graphql.context import RequestContext
 from service.api.graphql.documents import DocumentCache, Documents
 from service.api.graphql.errors import ErrorCodes
 from service.api.graphql.execution import ArenaExecutionContext
+from service.api.graphql.extension_hooks import HooksRunner
 from service.api.graphql.invitation_types import INVITATIONS, Invitation, TurnOrInvitation, invitation_type, offer_type
 from service.api.graphql.ladder_types import LADDER_MEMBERS, LadderMembership, membership_type
 from service.api.graphql.limits import DocumentMeter, Limits
@@ -586,6 +587,9 @@ class ArenaSchema(strawberry.Schema):
         allowed = kwargs.get("allowed_operation_types") or (OperationType.QUERY, OperationType.MUTATION)
         kwargs["allowed_operation_types"] = set(allowed) - {OperationType.SUBSCRIPTION}
         return await super().execute(*args, **kwargs)
+
+    def create_extensions_runner(self, execution_context: ExecutionContext, extensions: list[SchemaExtension]) -> HooksRunner:
+        return HooksRunner(execution_context=execution_context, extensions=extensions)
 
     def process_errors(self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None) -> None:
         # Client errors are answers, not incidents; ErrorCodes logs the unexpected ones.
