@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from service.domain.matches import Caller, NewMatch, WaitEnd
+from service.domain.matches import Caller, MatchService, NewMatch, WaitEnd
 from service.model.live_match import LiveMatch
 from service.store.clock import now_ms
 from tests.service.arena_client import MATCH_FIELDS, first_legal
@@ -80,10 +80,7 @@ def test_the_bot_that_moved_is_not_handed_the_turn_it_has_just_played(api, servi
 
     async def work() -> list[tuple[int, int | None]]:
         try:
-            match = await matches.create(callers[0], NewMatch(ruleset="WIZARD_JUNIOR", players=3, first_dealer=2,
-                                                              move_timeout_ms=600_000))
-            for seat, caller in enumerate(callers):
-                match = await matches.join(caller, match.id, seat)
+            match = await _started(matches, callers)
             seen = []
             for _ in range(12):  # the first moves, each seat's in turn
                 seat = match.awaiting()[0]
@@ -120,10 +117,7 @@ def test_a_move_this_process_commits_becomes_the_feeds_match_without_applying_it
 
     async def work() -> list[bool]:
         try:
-            match = await matches.create(callers[0], NewMatch(ruleset="WIZARD_JUNIOR", players=3, first_dealer=2,
-                                                              move_timeout_ms=600_000))
-            for seat, caller in enumerate(callers):
-                match = await matches.join(caller, match.id, seat)
+            match = await _started(matches, callers)
             taken = []
             for _ in range(6):
                 seat = match.awaiting()[0]
@@ -156,10 +150,7 @@ def test_a_commit_this_process_lost_is_not_taken_for_the_move_that_won(api, serv
 
     async def work() -> None:
         try:
-            match = await matches.create(callers[0], NewMatch(ruleset="WIZARD_JUNIOR", players=3, first_dealer=2,
-                                                              move_timeout_ms=600_000))
-            for seat, caller in enumerate(callers):
-                match = await matches.join(caller, match.id, seat)
+            match = await _started(matches, callers)
             seat = match.awaiting()[0]
             turn = await matches.next_turn(callers[seat], match.id, 0)  # followed: the feed keeps the match
             assert turn.match is not None
@@ -179,3 +170,12 @@ def test_a_commit_this_process_lost_is_not_taken_for_the_move_that_won(api, serv
             await services.close()
 
     asyncio.run(work())
+
+
+async def _started(matches: MatchService, callers: list[Caller]) -> LiveMatch:
+    """A Wizard Junior match of ``callers``' bots, every seat taken (so it has started)."""
+    match = await matches.create(callers[0], NewMatch(ruleset="WIZARD_JUNIOR", players=len(callers), first_dealer=2,
+                                                      move_timeout_ms=600_000))
+    for seat, caller in enumerate(callers):
+        match = await matches.join(caller, match.id, seat)
+    return match
