@@ -154,8 +154,8 @@ def test_a_selection_is_compiled_once_and_answers_later_versions_alike() -> None
     document = DOCUMENTS[1]
     for live in MATCHES[:12]:
         assert _run(DIRECT, document, live, 1) == _run(GENERAL, document, live, 1)
-    compiled = [entry for entry in execution._compiled.values() if entry[1] is not None]
+    compiled = [entry for entry in execution._compiled.entries.values() if entry[1] is not None]
     assert len({id(entry[1]) for entry in compiled}) == len(compiled)  # one entry a selection
-    before = dict(execution._compiled)
+    before = dict(execution._compiled.entries)
     _run(DIRECT, document, MATCHES[20], 2)
-    assert execution._compiled == before  # the same nodes, compiled already
+    assert execution._compiled.entries == before  # the same nodes, compiled already

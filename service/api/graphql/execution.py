@@ -62,17 +62,43 @@ _plans: dict[GraphQLObjectType, _Plan] = {}
 #: a compiled selection, or a compiled field's value: completes what it is given to its answer
 #: (raises _Fallback where graphql-core must answer instead)
 _Complete = Callable[[Any], Any]
-#: compiled selections, by (object type, the selection's field nodes by identity): the nodes
-#: are kept with it, so an id is never reused while its entry lives; None: not compilable
-_compiled: dict[tuple[GraphQLObjectType, tuple[int, ...]], tuple[tuple[object, ...], _Complete | None]] = {}
 #: selections kept at most: bots send a few documents each, and a flood of new ones starts
 #: over; as many as the DocumentCache keeps documents, so that the nodes kept here hold no
 #: more documents in memory than it does
 MAX_COMPILED = 512
-#: the fields graphql-core collected under a field, by (object type, the field's nodes by
-#: identity), for selections that collect the same fields whatever the request (at most
-#: MAX_COMPILED, kept with their nodes like _compiled)
-_collected: dict[tuple[GraphQLObjectType, tuple[int, ...]], tuple[tuple[object, ...], CollectedFields]] = {}
+#: what a _ByNodes keeper has not kept
+_MISSING: Any = object()
+
+
+def _same_nodes(kept: tuple[object, ...], nodes: tuple[object, ...]) -> bool:
+    return all(a is b for a, b in zip(kept, nodes, strict=True))
+
+
+class _ByNodes:
+    """What was worked out for a selection, kept across requests by (object type, the
+    selection's nodes by identity): the nodes are kept with it, so an id is never reused while
+    its entry lives. At most MAX_COMPILED entries: a flood of new documents starts over."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[GraphQLObjectType, tuple[int, ...]], tuple[tuple[object, ...], Any]] = {}
+
+    def get(self, object_type: GraphQLObjectType, nodes: tuple[object, ...], ids: tuple[int, ...]) -> Any:
+        kept = self.entries.get((object_type, ids))
+        return kept[1] if kept is not None and _same_nodes(kept[0], nodes) else _MISSING
+
+    def put(self, object_type: GraphQLObjectType, nodes: tuple[object, ...], ids: tuple[int, ...], value: Any) -> None:
+        if len(self.entries) >= MAX_COMPILED:
+            self.entries.clear()
+        self.entries[object_type, ids] = (nodes, value)
+
+
+#: compiled selections (None: not compilable)
+_compiled = _ByNodes()
+#: the fields graphql-core collected under a field, for selections that collect the same
+#: fields whatever the request
+_collected = _ByNodes()
 
 #: completed selections of ``Match``, by match (as this process holds it), then by
 #: (version, viewer seat, the selection's field nodes by identity): the nodes are kept with the
@@ -257,36 +283,30 @@ class ArenaExecutionContext(StrawberryGraphQLCoreExecutionContext):
         if any(d.defer_usage is not None or d.fragment_variable_values is not None for d in field_details_list):
             return super().collect_subfields(return_type, field_details_list)
         nodes = tuple(details.node for details in field_details_list)
-        key = (return_type, tuple(map(id, nodes)))
-        kept = _collected.get(key)
-        if kept is not None and all(a is b for a, b in zip(kept[0], nodes, strict=True)):
-            return kept[1]
+        ids = tuple(map(id, nodes))
+        collected: CollectedFields = _collected.get(return_type, nodes, ids)
+        if collected is not _MISSING:
+            return collected
         collected = super().collect_subfields(return_type, field_details_list)
         if not collected.new_defer_usages and not collected.forbidden_directive_instances and not _conditional(
             nodes, self.fragments, set()
         ):
-            if len(_collected) >= MAX_COMPILED:
-                _collected.clear()
-            _collected[key] = (nodes, collected)
+            _collected.put(return_type, nodes, ids, collected)
         return collected
 
     def _complete_selection(self, object_type: GraphQLObjectType, source: Any, fields: GroupedFieldSet) -> Any:
         nodes = tuple(details.node for details_list in fields.values() for details in details_list)
         ids = tuple(map(id, nodes))
-        kept = _compiled.get((object_type, ids))
-        if kept is not None and all(a is b for a, b in zip(kept[0], nodes, strict=True)):
-            complete = kept[1]
-            shared = True
-        else:
+        complete: _Complete | None = _compiled.get(object_type, nodes, ids)
+        shared = complete is not _MISSING
+        if not shared:
             shared = not _conditional(nodes, self.fragments, set())
             try:
                 complete = self._compile_object(object_type, fields)
             except _Fallback:
                 complete = None
             if shared:
-                if len(_compiled) >= MAX_COMPILED:
-                    _compiled.clear()
-                _compiled[object_type, ids] = (nodes, complete)
+                _compiled.put(object_type, nodes, ids, complete)
         if complete is None:
             raise _Fallback
         if shared and isinstance(source, LiveMatchType):
@@ -303,7 +323,7 @@ class ArenaExecutionContext(StrawberryGraphQLCoreExecutionContext):
         kept = entry[1] if entry is not None and entry[0]() is live else None
         if kept is not None:
             found = kept.get(key)
-            if found is not None and all(a is b for a, b in zip(found[0], nodes, strict=True)):
+            if found is not None and _same_nodes(found[0], nodes):
                 return found[1]
         answer: dict[str, Any] = complete(source)
         if kept is None:
